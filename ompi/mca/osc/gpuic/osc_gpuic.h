@@ -1,0 +1,220 @@
+/*
+ * osc_gpuic.h - the gpuic one-sided component: module and component state shared by its files.
+ *
+ * The component gives MPI semantics (epochs, datatypes, error classes) on top of libgpuic,
+ * which moves the bytes.  Each file covers one MPI area:
+ *   osc_gpuic_component.c       component, MCA parameters, endpoints, progress
+ *   osc_gpuic_window.c          window creation and free, key exchange
+ *   osc_gpuic_comm.c            put, get, rput, rget and datatype walking
+ *   osc_gpuic_accumulate.c      the accumulate family (not yet implemented)
+ *   osc_gpuic_active_target.c   fence, post/start/complete/wait/test
+ *   osc_gpuic_passive_target.c  lock, lock_all, flush*, sync
+ *   osc_gpuic_request.c         request objects of rput/rget
+ *   osc_gpuic_status.c          the one gpuic_status_t -> MPI error translation
+ */
+#ifndef OMPI_OSC_GPUIC_H
+#define OMPI_OSC_GPUIC_H
+
+#include "ompi_config.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opal/class/opal_hash_table.h"
+#include "opal/threads/mutex.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/group/group.h"
+#include "ompi/mca/osc/osc.h"
+#include "ompi/request/request.h"
+#include "ompi/win/win.h"
+
+#include "gpuic.h"
+#include "osc_gpuic_ext.h"
+
+BEGIN_C_DECLS
+
+/** Access epoch the window is in, from this process's point of view. */
+typedef enum ompi_osc_gpuic_epoch {
+    OMPI_OSC_GPUIC_EPOCH_NONE,     /**< no access epoch: RMA calls fail with MPI_ERR_RMA_SYNC */
+    OMPI_OSC_GPUIC_EPOCH_FENCE,    /**< between fences */
+    OMPI_OSC_GPUIC_EPOCH_LOCK,     /**< one or more MPI_Win_lock held */
+    OMPI_OSC_GPUIC_EPOCH_LOCK_ALL  /**< MPI_Win_lock_all held */
+} ompi_osc_gpuic_epoch_t;
+
+/**
+ * The window's remotely accessible state block: one per process and window, registered with
+ * UCX and reached by peers' atomics.  Layout is checked with offsetof, never counted by hand.
+ */
+typedef struct ompi_osc_gpuic_state {
+    /** Passive-target lock: number of shared holders, plus LOCK_EXCLUSIVE when held exclusively. */
+    uint64_t lock;
+} ompi_osc_gpuic_state_t;
+
+/** Value of ompi_osc_gpuic_state_t.lock while an exclusive lock is held. */
+#define OMPI_OSC_GPUIC_LOCK_EXCLUSIVE (1ULL << 32)
+
+/** What this process knows of one peer's window. */
+typedef struct ompi_osc_gpuic_peer {
+    gpuic_ep_t   *ep;          /**< the component's endpoint to the peer (not owned) */
+    gpuic_rkey_t *rkey;        /**< key of the peer's window memory; NULL when size is 0 */
+    gpuic_rkey_t *state_rkey;  /**< key of the peer's state block */
+    uint64_t     base;         /**< the peer's window base address */
+    uint64_t     size;         /**< the peer's window size in bytes */
+    uint64_t     state_addr;   /**< address of the peer's state block */
+    int          disp_unit;    /**< the peer's displacement unit */
+    void         *direct;      /**< local mapping of the peer's window, or NULL */
+    int          lock_type;    /**< MPI_LOCK_* held on the peer; negated under NOCHECK; 0: none */
+} ompi_osc_gpuic_peer_t;
+
+/** A window served by gpuic. */
+typedef struct ompi_osc_gpuic_module {
+    ompi_osc_base_module_t super;   /**< Open MPI's function table: must be first */
+    ompi_osc_gpuic_ext_t   ext;     /**< must follow super (see osc_gpuic_ext.h) */
+
+    struct ompi_win_t          *win;
+    struct ompi_communicator_t *comm;      /**< private duplicate of the window's communicator */
+    int                        id;         /**< process-local window number (for names, logs) */
+    int                        flavor;     /**< MPI_WIN_FLAVOR_* */
+    void                       *base;
+    size_t                     size;
+    int                        disp_unit;
+    gpuic_mr_t                 *mr;        /**< registration of the window; NULL when size is 0 */
+    gpuic_mr_t                 *state_mr;  /**< registration of the state block */
+    ompi_osc_gpuic_state_t     *state;
+    ompi_osc_gpuic_peer_t      *peers;     /**< indexed by rank in comm */
+
+    opal_mutex_t               lock;       /**< guards the epoch fields below */
+    ompi_osc_gpuic_epoch_t     epoch;
+    int                        locks_held; /**< per-target locks held (EPOCH_LOCK) */
+    uint64_t                   ops_since_fence; /**< RMA calls issued in this fence epoch */
+} ompi_osc_gpuic_module_t;
+
+/** The component: one per process. */
+typedef struct ompi_osc_gpuic_component {
+    ompi_osc_base_component_t super;
+
+    /* MCA parameters */
+    int  priority;
+    int  verbose;
+    bool direct;            /**< use direct load/store mappings to same-node peers */
+
+    /* Runtime state */
+    bool              thread_multiple;
+    opal_mutex_t      lock;        /**< guards everything below */
+    gpuic_context_t   *ctx;        /**< created on first window */
+    opal_hash_table_t endpoints;   /**< ompi_proc_t * -> gpuic_ep_t * */
+    int               num_windows; /**< windows alive; progress is registered while > 0 */
+    int               next_id;
+} ompi_osc_gpuic_component_t;
+
+OMPI_MODULE_DECLSPEC extern ompi_osc_gpuic_component_t mca_osc_gpuic_component;
+
+/* Component (osc_gpuic_component.c) */
+int ompi_osc_gpuic_context_get(gpuic_context_t **ctx_p);
+int ompi_osc_gpuic_endpoint_get(struct ompi_proc_t *proc, const void *addr, size_t len,
+                                gpuic_ep_t **ep_p);
+void ompi_osc_gpuic_window_added(void);
+void ompi_osc_gpuic_window_removed(void);
+
+/* Status translation (osc_gpuic_status.c) */
+int ompi_osc_gpuic_error(gpuic_status_t status);
+
+/* Window (osc_gpuic_window.c) */
+int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
+                                 struct ompi_communicator_t *comm, struct opal_info_t *info,
+                                 int flavor, int *model);
+int ompi_osc_gpuic_free(struct ompi_win_t *win);
+int ompi_osc_gpuic_win_attach(struct ompi_win_t *win, void *base, size_t size);
+int ompi_osc_gpuic_win_detach(struct ompi_win_t *win, const void *base);
+int ompi_osc_gpuic_win_shared_query(struct ompi_win_t *win, int rank, size_t *size,
+                                    int *disp_unit, void *baseptr);
+
+/* Communication (osc_gpuic_comm.c) */
+int ompi_osc_gpuic_put(const void *origin_addr, int origin_count,
+                       struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                       int target_count, struct ompi_datatype_t *target_dt,
+                       struct ompi_win_t *win);
+int ompi_osc_gpuic_get(void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
+                       int target, ptrdiff_t target_disp, int target_count,
+                       struct ompi_datatype_t *target_dt, struct ompi_win_t *win);
+int ompi_osc_gpuic_rput(const void *origin_addr, int origin_count,
+                        struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                        int target_count, struct ompi_datatype_t *target_dt,
+                        struct ompi_win_t *win, struct ompi_request_t **request);
+int ompi_osc_gpuic_rget(void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
+                        int target, ptrdiff_t target_disp, int target_count,
+                        struct ompi_datatype_t *target_dt, struct ompi_win_t *win,
+                        struct ompi_request_t **request);
+/** MPI_ERR_RMA_SYNC unless the window is in an access epoch that covers @p target. */
+int ompi_osc_gpuic_check_access(ompi_osc_gpuic_module_t *module, int target);
+
+/* Accumulate family (osc_gpuic_accumulate.c) */
+int ompi_osc_gpuic_accumulate(const void *origin_addr, int origin_count,
+                              struct ompi_datatype_t *origin_dt, int target,
+                              ptrdiff_t target_disp, int target_count,
+                              struct ompi_datatype_t *target_dt, struct ompi_op_t *op,
+                              struct ompi_win_t *win);
+int ompi_osc_gpuic_raccumulate(const void *origin_addr, int origin_count,
+                               struct ompi_datatype_t *origin_dt, int target,
+                               ptrdiff_t target_disp, int target_count,
+                               struct ompi_datatype_t *target_dt, struct ompi_op_t *op,
+                               struct ompi_win_t *win, struct ompi_request_t **request);
+int ompi_osc_gpuic_get_accumulate(const void *origin_addr, int origin_count,
+                                  struct ompi_datatype_t *origin_dt, void *result_addr,
+                                  int result_count, struct ompi_datatype_t *result_dt,
+                                  int target, ptrdiff_t target_disp, int target_count,
+                                  struct ompi_datatype_t *target_dt, struct ompi_op_t *op,
+                                  struct ompi_win_t *win);
+int ompi_osc_gpuic_rget_accumulate(const void *origin_addr, int origin_count,
+                                   struct ompi_datatype_t *origin_dt, void *result_addr,
+                                   int result_count, struct ompi_datatype_t *result_dt,
+                                   int target, ptrdiff_t target_disp, int target_count,
+                                   struct ompi_datatype_t *target_dt, struct ompi_op_t *op,
+                                   struct ompi_win_t *win, struct ompi_request_t **request);
+int ompi_osc_gpuic_fetch_and_op(const void *origin_addr, void *result_addr,
+                                struct ompi_datatype_t *dt, int target, ptrdiff_t target_disp,
+                                struct ompi_op_t *op, struct ompi_win_t *win);
+int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare_addr,
+                                    void *result_addr, struct ompi_datatype_t *dt, int target,
+                                    ptrdiff_t target_disp, struct ompi_win_t *win);
+
+/* Active target (osc_gpuic_active_target.c) */
+int ompi_osc_gpuic_fence(int mpi_assert, struct ompi_win_t *win);
+int ompi_osc_gpuic_start(struct ompi_group_t *group, int mpi_assert, struct ompi_win_t *win);
+int ompi_osc_gpuic_complete(struct ompi_win_t *win);
+int ompi_osc_gpuic_post(struct ompi_group_t *group, int mpi_assert, struct ompi_win_t *win);
+int ompi_osc_gpuic_wait(struct ompi_win_t *win);
+int ompi_osc_gpuic_test(struct ompi_win_t *win, int *flag);
+
+/* Passive target (osc_gpuic_passive_target.c) */
+int ompi_osc_gpuic_lock(int lock_type, int target, int mpi_assert, struct ompi_win_t *win);
+int ompi_osc_gpuic_unlock(int target, struct ompi_win_t *win);
+int ompi_osc_gpuic_lock_all(int mpi_assert, struct ompi_win_t *win);
+int ompi_osc_gpuic_unlock_all(struct ompi_win_t *win);
+int ompi_osc_gpuic_sync(struct ompi_win_t *win);
+int ompi_osc_gpuic_flush(int target, struct ompi_win_t *win);
+int ompi_osc_gpuic_flush_all(struct ompi_win_t *win);
+int ompi_osc_gpuic_flush_local(int target, struct ompi_win_t *win);
+int ompi_osc_gpuic_flush_local_all(struct ompi_win_t *win);
+
+/* Requests (osc_gpuic_request.c) */
+/** Creates a request for @p win that completes when every operation so far on @p ep is done. */
+int ompi_osc_gpuic_request_flush_ep(struct ompi_win_t *win, gpuic_ep_t *ep,
+                                    struct ompi_request_t **request);
+
+/** The module behind a window. */
+static inline ompi_osc_gpuic_module_t *ompi_osc_gpuic_module(struct ompi_win_t *win)
+{
+    return (ompi_osc_gpuic_module_t *)win->w_osc_module;
+}
+
+/** Log helper: this process's rank in the window. */
+static inline int ompi_osc_gpuic_rank(const ompi_osc_gpuic_module_t *module)
+{
+    return ompi_comm_rank(module->comm);
+}
+
+END_C_DECLS
+
+#endif /* OMPI_OSC_GPUIC_H */

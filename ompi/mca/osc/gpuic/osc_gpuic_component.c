@@ -1,0 +1,220 @@
+/*
+ * The gpuic osc component: MCA registration, the version guard, the process-wide UCX context
+ * and endpoint table, and the opal_progress hook.
+ */
+#include "ompi_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi.h"
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+#include "ompi/proc/proc.h"
+#include "ompi/version.h"
+
+#include "osc_gpuic.h"
+
+static int ompi_osc_gpuic_component_open(void);
+static int ompi_osc_gpuic_component_register(void);
+static int ompi_osc_gpuic_component_init(bool enable_progress_threads, bool enable_mpi_threads);
+static int ompi_osc_gpuic_component_finalize(void);
+static int ompi_osc_gpuic_component_query(struct ompi_win_t *win, void **base, size_t size,
+                                          int disp_unit, struct ompi_communicator_t *comm,
+                                          struct opal_info_t *info, int flavor);
+
+ompi_osc_gpuic_component_t mca_osc_gpuic_component = {
+    .super = {
+        .osc_version = {
+            OMPI_OSC_BASE_VERSION_3_0_0,
+            .mca_component_name = "gpuic",
+            MCA_BASE_MAKE_VERSION(component, GPUIC_VERSION_MAJOR, GPUIC_VERSION_MINOR,
+                                  GPUIC_VERSION_PATCH),
+            .mca_open_component = ompi_osc_gpuic_component_open,
+            .mca_register_component_params = ompi_osc_gpuic_component_register,
+        },
+        .osc_data = {
+            MCA_BASE_METADATA_PARAM_NONE
+        },
+        .osc_init = ompi_osc_gpuic_component_init,
+        .osc_query = ompi_osc_gpuic_component_query,
+        .osc_select = ompi_osc_gpuic_window_create,
+        .osc_finalize = ompi_osc_gpuic_component_finalize,
+    },
+    .priority = 5,
+    .verbose = 1,
+    .direct = true,
+};
+
+static int ompi_osc_gpuic_component_register(void)
+{
+    mca_base_component_t *c = &mca_osc_gpuic_component.super.osc_version;
+
+    (void)mca_base_component_var_register(
+        c, "priority",
+        "Priority of the gpuic osc component (other components decline windows at 0..100; "
+        "select gpuic explicitly with --mca osc gpuic)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_gpuic_component.priority);
+    (void)mca_base_component_var_register(
+        c, "verbose",
+        "Verbosity of gpuic: 0 silent, 1 errors, 2 warnings, 3 window events, 4 per-call "
+        "decisions, 5 per-operation trace",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+        &mca_osc_gpuic_component.verbose);
+    (void)mca_base_component_var_register(
+        c, "direct",
+        "Serve same-node peers whose window memory UCX can map (MPI_Win_allocate) with direct "
+        "loads and stores instead of UCX calls",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_gpuic_component.direct);
+    return OMPI_SUCCESS;
+}
+
+/*
+ * Open MPI's loader checks no version, and the component reaches into internal structures whose
+ * layout may change between releases: refuse to open under any Open MPI other than the one the
+ * headers came from.  GPUIC_TEST_OMPI_VERSION replaces the running version (for the test of
+ * this guard only).
+ */
+static int ompi_osc_gpuic_version_check(void)
+{
+    char running[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    const char *fake = getenv("GPUIC_TEST_OMPI_VERSION");
+    int len = 0, major = -1, minor = -1, release = -1;
+    const char *v;
+
+    if (fake != NULL) {
+        snprintf(running, sizeof(running), "Open MPI v%s", fake);
+    } else {
+        (void)PMPI_Get_library_version(running, &len);
+    }
+    v = strstr(running, "Open MPI v");
+    if (v == NULL || sscanf(v, "Open MPI v%d.%d.%d", &major, &minor, &release) != 3 ||
+        major != OMPI_MAJOR_VERSION || minor != OMPI_MINOR_VERSION ||
+        release != OMPI_RELEASE_VERSION) {
+        opal_output(0, "osc/gpuic: built for Open MPI %d.%d.%d but running under %d.%d.%d; "
+                    "the component will not be used (rebuild gpuic against this Open MPI)",
+                    OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION, major, minor,
+                    release);
+        return OMPI_ERROR;
+    }
+    return OMPI_SUCCESS;
+}
+
+static int ompi_osc_gpuic_component_open(void)
+{
+    gpuic_log_set_level(mca_osc_gpuic_component.verbose);
+    return ompi_osc_gpuic_version_check();
+}
+
+static int ompi_osc_gpuic_component_init(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
+
+    c->thread_multiple = enable_mpi_threads;
+    c->ctx = NULL;
+    c->num_windows = 0;
+    c->next_id = 0;
+    OBJ_CONSTRUCT(&c->lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&c->endpoints, opal_hash_table_t);
+    if (opal_hash_table_init(&c->endpoints, 64) != OPAL_SUCCESS) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    return OMPI_SUCCESS;
+}
+
+static int ompi_osc_gpuic_component_finalize(void)
+{
+    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
+    uint64_t key;
+    void *value, *node = NULL;
+    int rc;
+
+    rc = opal_hash_table_get_first_key_uint64(&c->endpoints, &key, &value, &node);
+    while (rc == OPAL_SUCCESS) {
+        gpuic_ep_destroy(value);
+        rc = opal_hash_table_get_next_key_uint64(&c->endpoints, &key, &value, node, &node);
+    }
+    OBJ_DESTRUCT(&c->endpoints);
+    gpuic_context_destroy(c->ctx);
+    c->ctx = NULL;
+    OBJ_DESTRUCT(&c->lock);
+    return OMPI_SUCCESS;
+}
+
+static int ompi_osc_gpuic_component_query(struct ompi_win_t *win, void **base, size_t size,
+                                          int disp_unit, struct ompi_communicator_t *comm,
+                                          struct opal_info_t *info, int flavor)
+{
+    /* Every flavor is claimed: with --mca osc gpuic no other component is there to take one,
+     * and a flavor gpuic cannot serve yet must fail with a clear error in select. */
+    return mca_osc_gpuic_component.priority;
+}
+
+int ompi_osc_gpuic_context_get(gpuic_context_t **ctx_p)
+{
+    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
+    gpuic_context_params_t params = {0};
+    gpuic_status_t status = GPUIC_OK;
+
+    opal_mutex_lock(&c->lock);
+    if (c->ctx == NULL) {
+        params.thread_multiple = c->thread_multiple;
+        status = gpuic_context_create(&params, &c->ctx);
+    }
+    *ctx_p = c->ctx;
+    opal_mutex_unlock(&c->lock);
+    return ompi_osc_gpuic_error(status);
+}
+
+int ompi_osc_gpuic_endpoint_get(struct ompi_proc_t *proc, const void *addr, size_t len,
+                                gpuic_ep_t **ep_p)
+{
+    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
+    uint64_t key = (uint64_t)(uintptr_t)proc;
+    gpuic_status_t status = GPUIC_OK;
+    void *value;
+
+    opal_mutex_lock(&c->lock);
+    if (opal_hash_table_get_value_uint64(&c->endpoints, key, &value) == OPAL_SUCCESS) {
+        *ep_p = value;
+    } else {
+        status = gpuic_ep_create(c->ctx, addr, len, ep_p);
+        if (status == GPUIC_OK) {
+            opal_hash_table_set_value_uint64(&c->endpoints, key, *ep_p);
+        }
+    }
+    opal_mutex_unlock(&c->lock);
+    return ompi_osc_gpuic_error(status);
+}
+
+static int ompi_osc_gpuic_progress(void)
+{
+    /* Registered only while windows exist, and the context outlives every window. */
+    return (int)gpuic_context_progress(mca_osc_gpuic_component.ctx);
+}
+
+void ompi_osc_gpuic_window_added(void)
+{
+    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
+
+    opal_mutex_lock(&c->lock);
+    if (c->num_windows++ == 0) {
+        opal_progress_register(ompi_osc_gpuic_progress);
+    }
+    opal_mutex_unlock(&c->lock);
+}
+
+void ompi_osc_gpuic_window_removed(void)
+{
+    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
+
+    opal_mutex_lock(&c->lock);
+    if (--c->num_windows == 0) {
+        opal_progress_unregister(ompi_osc_gpuic_progress);
+    }
+    opal_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,271 @@
+/*
+ * Passive-target synchronization: lock/unlock, lock_all/unlock_all, flush*, sync.
+ *
+ * Each window's state block holds a lock word per process.  A shared lock adds 1 and backs out
+ * if it finds the exclusive bit; an exclusive lock swaps 0 for OMPI_OSC_GPUIC_LOCK_EXCLUSIVE.
+ * Both retry, yielding, until they succeed.  Unlock completes the holder's operations at the
+ * target first, then releases the word.
+ */
+#include "ompi_config.h"
+
+#include "mpi.h"
+#include "opal/sys/atomic.h"
+
+#include "osc_gpuic.h"
+
+static int ompi_osc_gpuic_lock_acquire(ompi_osc_gpuic_module_t *module, int target,
+                                       int lock_type)
+{
+    ompi_osc_gpuic_peer_t *peer = &module->peers[target];
+    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    gpuic_status_t status;
+    uint64_t old;
+    unsigned spins = 0;
+
+    for (;;) {
+        if (lock_type == MPI_LOCK_EXCLUSIVE) {
+            status = gpuic_rma_atomic_fetch(peer->ep, GPUIC_ATOMIC_CSWAP,
+                                            OMPI_OSC_GPUIC_LOCK_EXCLUSIVE, 0, 8,
+                                            peer->state_addr, peer->state_rkey, &old);
+            if (status != GPUIC_OK || old == 0) {
+                break;
+            }
+        } else {
+            status = gpuic_rma_atomic_fetch(peer->ep, GPUIC_ATOMIC_ADD, 1, 0, 8,
+                                            peer->state_addr, peer->state_rkey, &old);
+            if (status != GPUIC_OK || old < OMPI_OSC_GPUIC_LOCK_EXCLUSIVE) {
+                break;
+            }
+            status = gpuic_rma_atomic_fetch(peer->ep, GPUIC_ATOMIC_ADD, (uint64_t)-1, 0, 8,
+                                            peer->state_addr, peer->state_rkey, &old);
+            if (status != GPUIC_OK) {
+                break;
+            }
+        }
+        /* Contended: let the holder (possibly on this core) run. */
+        gpuic_context_progress(ctx);
+        gpuic_context_wait_idle(ctx, ++spins);
+    }
+    if (status != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "lock of rank %d failed: %s", target,
+                  gpuic_status_string(status));
+    }
+    return ompi_osc_gpuic_error(status);
+}
+
+static int ompi_osc_gpuic_lock_release(ompi_osc_gpuic_module_t *module, int target,
+                                       int lock_type)
+{
+    ompi_osc_gpuic_peer_t *peer = &module->peers[target];
+    uint64_t delta = lock_type == MPI_LOCK_EXCLUSIVE ? (uint64_t)0 - OMPI_OSC_GPUIC_LOCK_EXCLUSIVE
+                                                     : (uint64_t)-1;
+    uint64_t old;
+    gpuic_status_t status;
+
+    /* Everything issued under the lock must be complete at the target before another process
+     * can take the lock. */
+    status = gpuic_ep_flush(peer->ep);
+    if (status == GPUIC_OK) {
+        /* Fetching, so that the release has happened when unlock returns. */
+        status = gpuic_rma_atomic_fetch(peer->ep, GPUIC_ATOMIC_ADD, delta, 0, 8,
+                                        peer->state_addr, peer->state_rkey, &old);
+    }
+    if (status != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "unlock of rank %d failed: %s", target,
+                  gpuic_status_string(status));
+    }
+    return ompi_osc_gpuic_error(status);
+}
+
+/* A passive epoch may start when none is open, or right after a fence that issued nothing
+ * (such a fence opened no epoch: MPI 3.1 section 11.5.1). */
+static bool ompi_osc_gpuic_may_start_passive(const ompi_osc_gpuic_module_t *module)
+{
+    return module->epoch == OMPI_OSC_GPUIC_EPOCH_NONE ||
+           (module->epoch == OMPI_OSC_GPUIC_EPOCH_FENCE && module->ops_since_fence == 0);
+}
+
+static bool ompi_osc_gpuic_rank_valid(const ompi_osc_gpuic_module_t *module, int target)
+{
+    return target >= 0 && target < ompi_comm_size(module->comm);
+}
+
+int ompi_osc_gpuic_lock(int lock_type, int target, int mpi_assert, struct ompi_win_t *win)
+{
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
+    int rc = OMPI_SUCCESS;
+
+    if (!ompi_osc_gpuic_rank_valid(module, target)) {
+        return MPI_ERR_RANK;
+    }
+    if (!ompi_win_allow_locks(win)) {
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_lock on a window created with no_locks");
+        return MPI_ERR_RMA_SYNC;
+    }
+    opal_mutex_lock(&module->lock);
+    if (!(module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK || ompi_osc_gpuic_may_start_passive(module)) ||
+        module->peers[target].lock_type != 0) {
+        opal_mutex_unlock(&module->lock);
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_lock(%d) in a conflicting epoch", target);
+        return MPI_ERR_RMA_SYNC;
+    }
+    if (!(mpi_assert & MPI_MODE_NOCHECK)) {
+        rc = ompi_osc_gpuic_lock_acquire(module, target, lock_type);
+    }
+    if (rc == OMPI_SUCCESS) {
+        /* Negative: held under MPI_MODE_NOCHECK, nothing was taken at the target. */
+        module->peers[target].lock_type = (mpi_assert & MPI_MODE_NOCHECK) ? -lock_type
+                                                                           : lock_type;
+        module->locks_held++;
+        module->epoch = OMPI_OSC_GPUIC_EPOCH_LOCK;
+    }
+    opal_mutex_unlock(&module->lock);
+    return rc;
+}
+
+int ompi_osc_gpuic_unlock(int target, struct ompi_win_t *win)
+{
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
+    int rc, lock_type;
+
+    if (!ompi_osc_gpuic_rank_valid(module, target)) {
+        return MPI_ERR_RANK;
+    }
+    opal_mutex_lock(&module->lock);
+    lock_type = module->peers[target].lock_type;
+    if (module->epoch != OMPI_OSC_GPUIC_EPOCH_LOCK || lock_type == 0) {
+        opal_mutex_unlock(&module->lock);
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_unlock(%d) without a matching lock", target);
+        return MPI_ERR_RMA_SYNC;
+    }
+    /* A NOCHECK lock took nothing at the target, so there is nothing to give back; its
+     * operations still complete here. */
+    if (lock_type > 0) {
+        rc = ompi_osc_gpuic_lock_release(module, target, lock_type);
+    } else {
+        rc = ompi_osc_gpuic_error(gpuic_ep_flush(module->peers[target].ep));
+    }
+    module->peers[target].lock_type = 0;
+    if (--module->locks_held == 0) {
+        module->epoch = OMPI_OSC_GPUIC_EPOCH_NONE;
+    }
+    opal_mutex_unlock(&module->lock);
+    return rc;
+}
+
+int ompi_osc_gpuic_lock_all(int mpi_assert, struct ompi_win_t *win)
+{
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
+    int n = ompi_comm_size(module->comm), i, rc = OMPI_SUCCESS;
+
+    opal_mutex_lock(&module->lock);
+    if (!ompi_osc_gpuic_may_start_passive(module)) {
+        opal_mutex_unlock(&module->lock);
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_lock_all in a conflicting epoch");
+        return MPI_ERR_RMA_SYNC;
+    }
+    if (!(mpi_assert & MPI_MODE_NOCHECK) && ompi_win_allow_locks(win)) {
+        for (i = 0; i < n && rc == OMPI_SUCCESS; ++i) {
+            rc = ompi_osc_gpuic_lock_acquire(module, i, MPI_LOCK_SHARED);
+        }
+        if (rc != OMPI_SUCCESS) {
+            /* Give back the locks taken before the failure. */
+            while (--i > 0) {
+                (void)ompi_osc_gpuic_lock_release(module, i - 1, MPI_LOCK_SHARED);
+            }
+            opal_mutex_unlock(&module->lock);
+            return rc;
+        }
+        for (i = 0; i < n; ++i) {
+            module->peers[i].lock_type = MPI_LOCK_SHARED;
+        }
+    }
+    module->epoch = OMPI_OSC_GPUIC_EPOCH_LOCK_ALL;
+    opal_mutex_unlock(&module->lock);
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_unlock_all(struct ompi_win_t *win)
+{
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
+    int n = ompi_comm_size(module->comm), i, rc = OMPI_SUCCESS, rc_i;
+
+    opal_mutex_lock(&module->lock);
+    if (module->epoch != OMPI_OSC_GPUIC_EPOCH_LOCK_ALL) {
+        opal_mutex_unlock(&module->lock);
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_unlock_all without MPI_Win_lock_all");
+        return MPI_ERR_RMA_SYNC;
+    }
+    rc = ompi_osc_gpuic_error(gpuic_context_flush(mca_osc_gpuic_component.ctx));
+    for (i = 0; i < n; ++i) {
+        if (module->peers[i].lock_type != 0) {
+            rc_i = ompi_osc_gpuic_lock_release(module, i, MPI_LOCK_SHARED);
+            rc = rc == OMPI_SUCCESS ? rc_i : rc; /* keep the first error */
+            module->peers[i].lock_type = 0;
+        }
+    }
+    module->epoch = OMPI_OSC_GPUIC_EPOCH_NONE;
+    opal_mutex_unlock(&module->lock);
+    return rc;
+}
+
+int ompi_osc_gpuic_sync(struct ompi_win_t *win)
+{
+    /* The window is in the unified model: a full memory barrier orders this process's direct
+     * loads and stores against everything else. */
+    opal_atomic_mb();
+    return OMPI_SUCCESS;
+}
+
+/* Flushes need a passive epoch that covers the target (or all targets for target < 0). */
+static int ompi_osc_gpuic_check_flush(ompi_osc_gpuic_module_t *module, int target)
+{
+    if (target >= 0 && !ompi_osc_gpuic_rank_valid(module, target)) {
+        return MPI_ERR_RANK;
+    }
+    if (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL ||
+        (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK &&
+         (target < 0 || module->peers[target].lock_type != 0))) {
+        return OMPI_SUCCESS;
+    }
+    gpuic_log(GPUIC_LOG_DEBUG, "flush outside a passive-target epoch for target %d", target);
+    return MPI_ERR_RMA_SYNC;
+}
+
+int ompi_osc_gpuic_flush(int target, struct ompi_win_t *win)
+{
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
+    int rc = ompi_osc_gpuic_check_flush(module, target);
+
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    if (module->peers[target].direct != NULL) {
+        /* Direct stores are complete once they are globally visible. */
+        opal_atomic_mb();
+    }
+    return ompi_osc_gpuic_error(gpuic_ep_flush(module->peers[target].ep));
+}
+
+int ompi_osc_gpuic_flush_all(struct ompi_win_t *win)
+{
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
+    int rc = ompi_osc_gpuic_check_flush(module, -1);
+
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    opal_atomic_mb();
+    return ompi_osc_gpuic_error(gpuic_context_flush(mca_osc_gpuic_component.ctx));
+}
+
+int ompi_osc_gpuic_flush_local(int target, struct ompi_win_t *win)
+{
+    /* Remote completion implies local completion. */
+    return ompi_osc_gpuic_flush(target, win);
+}
+
+int ompi_osc_gpuic_flush_local_all(struct ompi_win_t *win)
+{
+    return ompi_osc_gpuic_flush_all(win);
+}

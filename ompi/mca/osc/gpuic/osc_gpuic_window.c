@@ -1,0 +1,371 @@
+/*
+ * Window creation and free: memory registration, the state block, and the exchange of window
+ * descriptions (worker address, base, size, displacement unit, keys) among the window's group.
+ */
+#include "ompi_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi.h"
+#include "opal/util/output.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/proc/proc.h"
+
+#include "osc_gpuic.h"
+
+/* What each process publishes about its window; followed in the blob by the worker address,
+ * the window key and the state key, in that order. */
+typedef struct ompi_osc_gpuic_wininfo {
+    uint64_t base;
+    uint64_t size;
+    uint64_t state_addr;
+    int32_t  disp_unit;
+    uint32_t address_len;
+    uint32_t rkey_len;
+    uint32_t state_rkey_len;
+} ompi_osc_gpuic_wininfo_t;
+
+static int ompi_osc_gpuic_target_path(void *m, int rank, int *path)
+{
+    ompi_osc_gpuic_module_t *module = m;
+
+    if (rank < 0 || rank >= ompi_comm_size(module->comm)) {
+        return MPI_ERR_RANK;
+    }
+    if (rank == ompi_comm_rank(module->comm)) {
+        *path = OMPI_OSC_GPUIC_PATH_SELF;
+    } else if (module->peers[rank].direct != NULL) {
+        *path = OMPI_OSC_GPUIC_PATH_DIRECT;
+    } else {
+        *path = OMPI_OSC_GPUIC_PATH_UCX;
+    }
+    return MPI_SUCCESS;
+}
+
+static const ompi_osc_base_module_t ompi_osc_gpuic_module_template = {
+    .osc_win_shared_query = ompi_osc_gpuic_win_shared_query,
+    .osc_win_attach = ompi_osc_gpuic_win_attach,
+    .osc_win_detach = ompi_osc_gpuic_win_detach,
+    .osc_free = ompi_osc_gpuic_free,
+    .osc_put = ompi_osc_gpuic_put,
+    .osc_get = ompi_osc_gpuic_get,
+    .osc_accumulate = ompi_osc_gpuic_accumulate,
+    .osc_compare_and_swap = ompi_osc_gpuic_compare_and_swap,
+    .osc_fetch_and_op = ompi_osc_gpuic_fetch_and_op,
+    .osc_get_accumulate = ompi_osc_gpuic_get_accumulate,
+    .osc_rput = ompi_osc_gpuic_rput,
+    .osc_rget = ompi_osc_gpuic_rget,
+    .osc_raccumulate = ompi_osc_gpuic_raccumulate,
+    .osc_rget_accumulate = ompi_osc_gpuic_rget_accumulate,
+    .osc_fence = ompi_osc_gpuic_fence,
+    .osc_start = ompi_osc_gpuic_start,
+    .osc_complete = ompi_osc_gpuic_complete,
+    .osc_post = ompi_osc_gpuic_post,
+    .osc_wait = ompi_osc_gpuic_wait,
+    .osc_test = ompi_osc_gpuic_test,
+    .osc_lock = ompi_osc_gpuic_lock,
+    .osc_unlock = ompi_osc_gpuic_unlock,
+    .osc_lock_all = ompi_osc_gpuic_lock_all,
+    .osc_unlock_all = ompi_osc_gpuic_unlock_all,
+    .osc_sync = ompi_osc_gpuic_sync,
+    .osc_flush = ompi_osc_gpuic_flush,
+    .osc_flush_all = ompi_osc_gpuic_flush_all,
+    .osc_flush_local = ompi_osc_gpuic_flush_local,
+    .osc_flush_local_all = ompi_osc_gpuic_flush_local_all,
+};
+
+/* Releases what ompi_osc_gpuic_window_create() built, in reverse; safe on a partial module. */
+static void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
+{
+    int i, n;
+
+    if (module->peers != NULL) {
+        n = ompi_comm_size(module->comm);
+        for (i = 0; i < n; ++i) {
+            gpuic_rkey_destroy(module->peers[i].rkey);
+            gpuic_rkey_destroy(module->peers[i].state_rkey);
+        }
+        free(module->peers);
+    }
+    gpuic_mr_deregister(module->state_mr);
+    gpuic_mr_deregister(module->mr);
+    if (module->comm != NULL) {
+        ompi_comm_free(&module->comm);
+    }
+    OBJ_DESTRUCT(&module->lock);
+    free(module);
+}
+
+/* Allgathers every process's blob; on return *all_p holds comm_size slots of *slot_p bytes. */
+static int ompi_osc_gpuic_blob_allgather(struct ompi_communicator_t *comm, const void *blob,
+                                         size_t len, char **all_p, size_t *slot_p)
+{
+    int n = ompi_comm_size(comm), i, rc;
+    int my_len = (int)len, *lens, slot = 0;
+    char *mine, *all;
+
+    lens = malloc(sizeof(int) * n);
+    if (lens == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    rc = comm->c_coll->coll_allgather(&my_len, 1, MPI_INT, lens, 1, MPI_INT, comm,
+                                      comm->c_coll->coll_allgather_module);
+    for (i = 0; rc == OMPI_SUCCESS && i < n; ++i) {
+        slot = lens[i] > slot ? lens[i] : slot;
+    }
+    free(lens);
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    mine = calloc(1, slot);
+    all = malloc((size_t)slot * n);
+    if (mine == NULL || all == NULL) {
+        free(mine);
+        free(all);
+        return MPI_ERR_NO_MEM;
+    }
+    memcpy(mine, blob, len);
+    rc = comm->c_coll->coll_allgather(mine, slot, MPI_BYTE, all, slot, MPI_BYTE, comm,
+                                      comm->c_coll->coll_allgather_module);
+    free(mine);
+    if (rc != OMPI_SUCCESS) {
+        free(all);
+        return rc;
+    }
+    *all_p = all;
+    *slot_p = (size_t)slot;
+    return OMPI_SUCCESS;
+}
+
+/* Builds this process's blob: wininfo, worker address, window key, state key. */
+static int ompi_osc_gpuic_blob_build(ompi_osc_gpuic_module_t *module, gpuic_context_t *ctx,
+                                     char **blob_p, size_t *len_p)
+{
+    ompi_osc_gpuic_wininfo_t info = {0};
+    void *rkey = NULL, *state_rkey = NULL;
+    size_t rkey_len = 0, state_rkey_len = 0, address_len;
+    const void *address;
+    gpuic_status_t status = GPUIC_OK;
+    char *blob;
+
+    gpuic_context_address(ctx, &address, &address_len);
+    if (module->mr != NULL) {
+        status = gpuic_mr_pack(module->mr, &rkey, &rkey_len);
+    }
+    if (status == GPUIC_OK) {
+        status = gpuic_mr_pack(module->state_mr, &state_rkey, &state_rkey_len);
+    }
+    if (status != GPUIC_OK) {
+        if (rkey != NULL) {
+            gpuic_mr_blob_release(rkey);
+        }
+        return ompi_osc_gpuic_error(status);
+    }
+    info.base = (uint64_t)(uintptr_t)module->base;
+    info.size = module->size;
+    info.state_addr = (uint64_t)(uintptr_t)module->state;
+    info.disp_unit = module->disp_unit;
+    info.address_len = (uint32_t)address_len;
+    info.rkey_len = (uint32_t)rkey_len;
+    info.state_rkey_len = (uint32_t)state_rkey_len;
+    *len_p = sizeof(info) + address_len + rkey_len + state_rkey_len;
+    blob = malloc(*len_p);
+    if (blob != NULL) {
+        memcpy(blob, &info, sizeof(info));
+        memcpy(blob + sizeof(info), address, address_len);
+        memcpy(blob + sizeof(info) + address_len, rkey, rkey_len);
+        memcpy(blob + sizeof(info) + address_len + rkey_len, state_rkey, state_rkey_len);
+    }
+    if (rkey != NULL) {
+        gpuic_mr_blob_release(rkey);
+    }
+    gpuic_mr_blob_release(state_rkey);
+    *blob_p = blob;
+    return blob != NULL ? OMPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+/* Connects to one peer and unpacks its keys from its blob. */
+static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, const char *blob)
+{
+    ompi_osc_gpuic_peer_t *peer = &module->peers[rank];
+    ompi_osc_gpuic_wininfo_t info;
+    const char *address, *rkey, *state_rkey;
+    gpuic_status_t status = GPUIC_OK;
+    int rc;
+
+    memcpy(&info, blob, sizeof(info));
+    address = blob + sizeof(info);
+    rkey = address + info.address_len;
+    state_rkey = rkey + info.rkey_len;
+
+    rc = ompi_osc_gpuic_endpoint_get(ompi_comm_peer_lookup(module->comm, rank), address,
+                                     info.address_len, &peer->ep);
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    peer->base = info.base;
+    peer->size = info.size;
+    peer->state_addr = info.state_addr;
+    peer->disp_unit = info.disp_unit;
+    if (info.rkey_len > 0) {
+        status = gpuic_rkey_unpack(peer->ep, rkey, &peer->rkey);
+    }
+    if (status == GPUIC_OK) {
+        status = gpuic_rkey_unpack(peer->ep, state_rkey, &peer->state_rkey);
+    }
+    if (status != GPUIC_OK) {
+        return ompi_osc_gpuic_error(status);
+    }
+    if (peer->rkey != NULL && mca_osc_gpuic_component.direct &&
+        gpuic_rkey_ptr(peer->rkey, peer->base, &peer->direct) != GPUIC_OK) {
+        peer->direct = NULL;
+    }
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
+                                 struct ompi_communicator_t *comm, struct opal_info_t *info,
+                                 int flavor, int *model)
+{
+    ompi_osc_gpuic_module_t *module;
+    gpuic_context_t *ctx;
+    gpuic_status_t status = GPUIC_OK;
+    char *blob = NULL, *all = NULL;
+    size_t blob_len = 0, slot = 0;
+    char name[MPI_MAX_OBJECT_NAME];
+    int rc, i, n;
+
+    if (flavor != MPI_WIN_FLAVOR_CREATE && flavor != MPI_WIN_FLAVOR_ALLOCATE) {
+        gpuic_log(GPUIC_LOG_DEBUG, "window flavor %d is not supported yet", flavor);
+        return MPI_ERR_UNSUPPORTED_OPERATION;
+    }
+    rc = ompi_osc_gpuic_context_get(&ctx);
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    module = calloc(1, sizeof(*module));
+    if (module == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    OBJ_CONSTRUCT(&module->lock, opal_mutex_t);
+    module->super = ompi_osc_gpuic_module_template;
+    module->ext.magic = OMPI_OSC_GPUIC_EXT_MAGIC;
+    module->ext.target_path = ompi_osc_gpuic_target_path;
+    module->win = win;
+    module->flavor = flavor;
+    module->size = size;
+    module->disp_unit = disp_unit;
+    module->epoch = OMPI_OSC_GPUIC_EPOCH_NONE;
+
+    rc = ompi_comm_dup(comm, &module->comm);
+    if (rc != OMPI_SUCCESS) {
+        module->comm = NULL;
+        goto err_destroy;
+    }
+    n = ompi_comm_size(module->comm);
+
+    if (flavor == MPI_WIN_FLAVOR_ALLOCATE) {
+        /* UCX allocates the memory so that same-node peers can map it directly. */
+        if (size > 0) {
+            status = gpuic_mr_allocate(ctx, size, &module->mr);
+            module->base = status == GPUIC_OK ? gpuic_mr_address(module->mr) : NULL;
+        }
+        *base = module->base;
+    } else {
+        module->base = *base;
+        if (size > 0) {
+            status = gpuic_mr_register(ctx, module->base, size, &module->mr);
+        }
+    }
+    if (status == GPUIC_OK) {
+        status = gpuic_mr_allocate(ctx, sizeof(ompi_osc_gpuic_state_t), &module->state_mr);
+    }
+    if (status != GPUIC_OK) {
+        rc = ompi_osc_gpuic_error(status);
+        goto err_destroy;
+    }
+    module->state = gpuic_mr_address(module->state_mr);
+    memset(module->state, 0, sizeof(*module->state));
+
+    module->peers = calloc(n, sizeof(*module->peers));
+    if (module->peers == NULL) {
+        rc = MPI_ERR_NO_MEM;
+        goto err_destroy;
+    }
+    /* A local failure before the allgathers leaves the peers waiting in them: window creation
+     * is collective, and MPI gives no way to report one rank's failure to the others. */
+    rc = ompi_osc_gpuic_blob_build(module, ctx, &blob, &blob_len);
+    if (rc != OMPI_SUCCESS) {
+        goto err_destroy;
+    }
+    rc = ompi_osc_gpuic_blob_allgather(module->comm, blob, blob_len, &all, &slot);
+    free(blob);
+    if (rc != OMPI_SUCCESS) {
+        goto err_destroy;
+    }
+    for (i = 0; i < n && rc == OMPI_SUCCESS; ++i) {
+        rc = ompi_osc_gpuic_peer_setup(module, i, all + slot * i);
+    }
+    free(all);
+    if (rc != OMPI_SUCCESS) {
+        goto err_destroy;
+    }
+
+    module->id = __atomic_fetch_add(&mca_osc_gpuic_component.next_id, 1, __ATOMIC_RELAXED);
+    snprintf(name, sizeof(name), "gpuic window %d", module->id);
+    ompi_win_set_name(win, name);
+    win->w_osc_module = &module->super;
+    *model = MPI_WIN_UNIFIED;
+    ompi_osc_gpuic_window_added();
+    gpuic_log(GPUIC_LOG_INFO, "rank %d: window %d created (flavor %d, %zu bytes, %d ranks)",
+              ompi_comm_rank(module->comm), module->id, flavor, size, n);
+    return OMPI_SUCCESS;
+
+err_destroy:
+    if (flavor == MPI_WIN_FLAVOR_ALLOCATE) {
+        *base = NULL;
+    }
+    ompi_osc_gpuic_module_destroy(module);
+    return rc;
+}
+
+int ompi_osc_gpuic_free(struct ompi_win_t *win)
+{
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
+    struct ompi_communicator_t *comm = module->comm;
+    int rc;
+
+    if (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK ||
+        module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL) {
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_free with a passive-target epoch open");
+        return MPI_ERR_RMA_SYNC;
+    }
+    /* Our own operations are complete after the last synchronization; the barrier keeps our
+     * memory registered until every peer has stopped accessing it. */
+    rc = ompi_osc_gpuic_error(gpuic_context_flush(mca_osc_gpuic_component.ctx));
+    if (rc == OMPI_SUCCESS) {
+        rc = comm->c_coll->coll_barrier(comm, comm->c_coll->coll_barrier_module);
+    }
+    ompi_osc_gpuic_window_removed();
+    win->w_osc_module = NULL;
+    ompi_osc_gpuic_module_destroy(module);
+    return rc;
+}
+
+int ompi_osc_gpuic_win_attach(struct ompi_win_t *win, void *base, size_t size)
+{
+    return MPI_ERR_RMA_FLAVOR;
+}
+
+int ompi_osc_gpuic_win_detach(struct ompi_win_t *win, const void *base)
+{
+    return MPI_ERR_RMA_FLAVOR;
+}
+
+int ompi_osc_gpuic_win_shared_query(struct ompi_win_t *win, int rank, size_t *size,
+                                    int *disp_unit, void *baseptr)
+{
+    return MPI_ERR_RMA_FLAVOR;
+}

@@ -1,0 +1,56 @@
+/*
+ * libmpix_gpuic: finds the gpuic module behind an MPI_Win and forwards to it.
+ */
+#include "ompi_config.h"
+
+#include "mpi.h"
+#include "ompi/mca/osc/osc.h"
+#include "ompi/win/win.h"
+
+#include "osc_gpuic_ext.h"
+#include "mpix_gpuic.h"
+
+/* The extension block of a gpuic window, or NULL for any other window. */
+static ompi_osc_gpuic_ext_t *mpix_gpuic_ext(MPI_Win win)
+{
+    ompi_osc_gpuic_ext_t *ext;
+
+    if (win == MPI_WIN_NULL || ompi_win_invalid(win) || win->w_osc_module == NULL) {
+        return NULL;
+    }
+    ext = (ompi_osc_gpuic_ext_t *)((char *)win->w_osc_module + sizeof(ompi_osc_base_module_t));
+    return ext->magic == OMPI_OSC_GPUIC_EXT_MAGIC ? ext : NULL;
+}
+
+int MPIX_Gpuic_get_version(int *major, int *minor, int *patch)
+{
+    *major = MPIX_GPUIC_VERSION_MAJOR;
+    *minor = MPIX_GPUIC_VERSION_MINOR;
+    *patch = MPIX_GPUIC_VERSION_PATCH;
+    return MPI_SUCCESS;
+}
+
+int MPIX_Gpuic_query_capabilities(int *caps)
+{
+    *caps = MPIX_GPUIC_CAP_HOST_RMA;
+    return MPI_SUCCESS;
+}
+
+int MPIX_Win_is_gpuic(MPI_Win win, int *flag)
+{
+    if (win == MPI_WIN_NULL || ompi_win_invalid(win)) {
+        return MPI_ERR_WIN;
+    }
+    *flag = mpix_gpuic_ext(win) != NULL;
+    return MPI_SUCCESS;
+}
+
+int MPIX_Win_gpuic_target_path(MPI_Win win, int rank, int *path)
+{
+    ompi_osc_gpuic_ext_t *ext = mpix_gpuic_ext(win);
+
+    if (ext == NULL) {
+        return MPI_ERR_WIN;
+    }
+    return ext->target_path(win->w_osc_module, rank, path);
+}

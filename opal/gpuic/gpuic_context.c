@@ -1,0 +1,146 @@
+#include "gpuic_ucx_internal.h"
+
+#include <sched.h>
+#include <stdlib.h>
+
+#include "gpuic_log.h"
+
+/* Empty progress rounds before a waiter starts yielding the processor.  Short enough that an
+ * oversubscribed node (several ranks per core) makes progress, long enough that a dedicated core
+ * sees no sched_yield() cost on a fast completion. */
+#define GPUIC_WAIT_SPINS_BEFORE_YIELD 64
+
+gpuic_status_t gpuic_status_from_ucs(ucs_status_t status)
+{
+    switch (status) {
+    case UCS_OK:                 return GPUIC_OK;
+    case UCS_INPROGRESS:         return GPUIC_INPROGRESS;
+    case UCS_ERR_NO_MEMORY:      return GPUIC_ERR_NO_MEMORY;
+    case UCS_ERR_INVALID_PARAM:  return GPUIC_ERR_INVALID_PARAM;
+    case UCS_ERR_NO_RESOURCE:    return GPUIC_ERR_NO_RESOURCE;
+    case UCS_ERR_UNSUPPORTED:    return GPUIC_ERR_UNSUPPORTED;
+    case UCS_ERR_TIMED_OUT:      return GPUIC_ERR_TIMED_OUT;
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_CONNECTION_RESET:
+        return GPUIC_ERR_PEER_FAILED;
+    default:                     return GPUIC_ERR_TRANSPORT;
+    }
+}
+
+gpuic_status_t gpuic_context_create(const gpuic_context_params_t *params, gpuic_context_t **ctx_p)
+{
+    ucp_params_t ucp_params = {0};
+    ucp_worker_params_t worker_params = {0};
+    ucp_config_t *config;
+    gpuic_context_t *ctx;
+    ucs_status_t st;
+
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        return GPUIC_ERR_NO_MEMORY;
+    }
+
+    st = ucp_config_read(NULL, NULL, &config);
+    if (st != UCS_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "ucp_config_read failed: %s", ucs_status_string(st));
+        goto err_free;
+    }
+    ucp_params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    ucp_params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
+    ucp_params.mt_workers_shared = params->thread_multiple ? 1 : 0;
+    st = ucp_init(&ucp_params, config, &ctx->context);
+    ucp_config_release(config);
+    if (st != UCS_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "ucp_init failed: %s", ucs_status_string(st));
+        goto err_free;
+    }
+
+    worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    worker_params.thread_mode = params->thread_multiple ? UCS_THREAD_MODE_MULTI
+                                                        : UCS_THREAD_MODE_SINGLE;
+    st = ucp_worker_create(ctx->context, &worker_params, &ctx->worker);
+    if (st != UCS_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "ucp_worker_create failed: %s", ucs_status_string(st));
+        goto err_cleanup_context;
+    }
+    st = ucp_worker_get_address(ctx->worker, &ctx->address, &ctx->address_len);
+    if (st != UCS_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "ucp_worker_get_address failed: %s", ucs_status_string(st));
+        goto err_destroy_worker;
+    }
+    *ctx_p = ctx;
+    return GPUIC_OK;
+
+err_destroy_worker:
+    ucp_worker_destroy(ctx->worker);
+err_cleanup_context:
+    ucp_cleanup(ctx->context);
+err_free:
+    free(ctx);
+    return st == UCS_ERR_NO_MEMORY ? GPUIC_ERR_NO_MEMORY : GPUIC_ERR_TRANSPORT;
+}
+
+void gpuic_context_destroy(gpuic_context_t *ctx)
+{
+    if (ctx == NULL) {
+        return;
+    }
+    ucp_worker_release_address(ctx->worker, ctx->address);
+    ucp_worker_destroy(ctx->worker);
+    ucp_cleanup(ctx->context);
+    free(ctx);
+}
+
+void gpuic_context_address(const gpuic_context_t *ctx, const void **addr_p, size_t *len_p)
+{
+    *addr_p = ctx->address;
+    *len_p = ctx->address_len;
+}
+
+unsigned gpuic_context_progress(gpuic_context_t *ctx)
+{
+    return ucp_worker_progress(ctx->worker);
+}
+
+void gpuic_context_wait_idle(gpuic_context_t *ctx, unsigned spins)
+{
+    (void)ctx;
+    if (spins >= GPUIC_WAIT_SPINS_BEFORE_YIELD) {
+        sched_yield();
+    }
+}
+
+gpuic_status_t gpuic_context_wait_request(gpuic_context_t *ctx, ucs_status_ptr_t request)
+{
+    ucs_status_t st;
+    unsigned spins = 0;
+
+    if (request == NULL) {
+        return GPUIC_OK;
+    }
+    if (UCS_PTR_IS_ERR(request)) {
+        return gpuic_status_from_ucs(UCS_PTR_STATUS(request));
+    }
+    while ((st = ucp_request_check_status(request)) == UCS_INPROGRESS) {
+        if (ucp_worker_progress(ctx->worker) == 0) {
+            gpuic_context_wait_idle(ctx, ++spins);
+        } else {
+            spins = 0;
+        }
+    }
+    ucp_request_free(request);
+    return gpuic_status_from_ucs(st);
+}
+
+gpuic_status_t gpuic_context_flush(gpuic_context_t *ctx)
+{
+    ucp_request_param_t param = {0};
+    gpuic_status_t status;
+
+    status = gpuic_context_wait_request(ctx, ucp_worker_flush_nbx(ctx->worker, &param));
+    if (!gpuic_status_is_ok(status)) {
+        gpuic_log(GPUIC_LOG_ERROR, "worker flush failed: %s", gpuic_status_string(status));
+    }
+    return status;
+}

@@ -1,0 +1,94 @@
+#include "gpuic_rma.h"
+
+#include "gpuic_log.h"
+#include "gpuic_ucx_internal.h"
+
+/* Non-blocking operations are issued without a callback: a returned request is released at
+ * once and UCX completes it on its own; flush is what the caller waits on. */
+static gpuic_status_t gpuic_rma_issued(ucs_status_ptr_t req)
+{
+    if (req == NULL) {
+        return GPUIC_OK;
+    }
+    if (UCS_PTR_IS_ERR(req)) {
+        return gpuic_status_from_ucs(UCS_PTR_STATUS(req));
+    }
+    ucp_request_free(req);
+    return GPUIC_OK;
+}
+
+gpuic_status_t gpuic_rma_put(gpuic_ep_t *ep, const void *buf, size_t len, uint64_t raddr,
+                             const gpuic_rkey_t *rkey)
+{
+    ucp_request_param_t param = {0};
+
+    return gpuic_rma_issued(ucp_put_nbx(ep->ep, buf, len, raddr, rkey->rkey, &param));
+}
+
+gpuic_status_t gpuic_rma_get(gpuic_ep_t *ep, void *buf, size_t len, uint64_t raddr,
+                             const gpuic_rkey_t *rkey)
+{
+    ucp_request_param_t param = {0};
+
+    return gpuic_rma_issued(ucp_get_nbx(ep->ep, buf, len, raddr, rkey->rkey, &param));
+}
+
+static int gpuic_rma_atomic_ucp_op(gpuic_atomic_op_t op, ucp_atomic_op_t *ucp_op)
+{
+    switch (op) {
+    case GPUIC_ATOMIC_ADD:   *ucp_op = UCP_ATOMIC_OP_ADD;   return 1;
+    case GPUIC_ATOMIC_AND:   *ucp_op = UCP_ATOMIC_OP_AND;   return 1;
+    case GPUIC_ATOMIC_OR:    *ucp_op = UCP_ATOMIC_OP_OR;    return 1;
+    case GPUIC_ATOMIC_XOR:   *ucp_op = UCP_ATOMIC_OP_XOR;   return 1;
+    case GPUIC_ATOMIC_SWAP:  *ucp_op = UCP_ATOMIC_OP_SWAP;  return 1;
+    case GPUIC_ATOMIC_CSWAP: *ucp_op = UCP_ATOMIC_OP_CSWAP; return 1;
+    }
+    return 0;
+}
+
+gpuic_status_t gpuic_rma_atomic_post(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint64_t value,
+                                     size_t size, uint64_t raddr, const gpuic_rkey_t *rkey)
+{
+    ucp_request_param_t param = {0};
+    ucp_atomic_op_t ucp_op;
+    uint32_t value32 = (uint32_t)value;
+
+    if ((size != 4 && size != 8) || op == GPUIC_ATOMIC_SWAP || op == GPUIC_ATOMIC_CSWAP ||
+        !gpuic_rma_atomic_ucp_op(op, &ucp_op)) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    param.datatype = ucp_dt_make_contig(size);
+    /* UCX copies the operand before returning, so a stack variable is fine. */
+    return gpuic_rma_issued(ucp_atomic_op_nbx(ep->ep, ucp_op, size == 4 ? (void *)&value32
+                                                                         : (void *)&value,
+                                              1, raddr, rkey->rkey, &param));
+}
+
+gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint64_t value,
+                                      uint64_t compare, size_t size, uint64_t raddr,
+                                      const gpuic_rkey_t *rkey, uint64_t *result_p)
+{
+    ucp_request_param_t param = {0};
+    ucp_atomic_op_t ucp_op;
+    uint64_t operand = value, reply = compare;
+    uint32_t operand32 = (uint32_t)value, reply32 = (uint32_t)compare;
+    gpuic_status_t status;
+
+    if ((size != 4 && size != 8) || !gpuic_rma_atomic_ucp_op(op, &ucp_op)) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    /* For CSWAP UCX takes the compare value from the reply buffer and overwrites it with the
+     * old value. */
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+    param.datatype = ucp_dt_make_contig(size);
+    param.reply_buffer = size == 4 ? (void *)&reply32 : (void *)&reply;
+    status = gpuic_context_wait_request(
+        ep->ctx, ucp_atomic_op_nbx(ep->ep, ucp_op, size == 4 ? (void *)&operand32
+                                                              : (void *)&operand,
+                                   1, raddr, rkey->rkey, &param));
+    if (status == GPUIC_OK) {
+        *result_p = size == 4 ? reply32 : reply;
+    }
+    return status;
+}

@@ -1,0 +1,47 @@
+/*
+ * gpuic_ucx_internal.h - private definitions shared by the UCX-backed files of libgpuic.
+ * Not installed.
+ */
+#ifndef GPUIC_UCX_INTERNAL_H
+#define GPUIC_UCX_INTERNAL_H
+
+#include <ucp/api/ucp.h>
+
+#include "gpuic_context.h"
+#include "gpuic_ep.h"
+#include "gpuic_mr.h"
+
+struct gpuic_context {
+    ucp_context_h context;
+    ucp_worker_h  worker;
+    ucp_address_t *address;
+    size_t        address_len;
+};
+
+struct gpuic_ep {
+    gpuic_context_t *ctx;
+    ucp_ep_h        ep;
+};
+
+struct gpuic_mr {
+    gpuic_context_t *ctx;
+    ucp_mem_h       memh;
+    void            *addr;
+    size_t          len;
+    int             allocated; /* memory came from UCX and goes back with the region */
+};
+
+struct gpuic_rkey {
+    ucp_rkey_h rkey;
+};
+
+/** Translates a UCX status; the one place libgpuic does so. */
+gpuic_status_t gpuic_status_from_ucs(ucs_status_t status);
+
+/**
+ * Waits for a request returned by a *_nbx call, progressing the context, and releases it.
+ * NULL (completed in place) gives GPUIC_OK.
+ */
+gpuic_status_t gpuic_context_wait_request(gpuic_context_t *ctx, ucs_status_ptr_t request);
+
+#endif /* GPUIC_UCX_INTERNAL_H */
