@@ -71,15 +71,16 @@ gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint
 {
     ucp_request_param_t param = {0};
     ucp_atomic_op_t ucp_op;
-    uint64_t operand = value, reply = compare;
-    uint32_t operand32 = (uint32_t)value, reply32 = (uint32_t)compare;
+    /* For CSWAP UCX compares with the operand buffer and swaps in the reply buffer's value,
+     * which it then overwrites with the old value. */
+    uint64_t operand = op == GPUIC_ATOMIC_CSWAP ? compare : value;
+    uint64_t reply = op == GPUIC_ATOMIC_CSWAP ? value : 0;
+    uint32_t operand32 = (uint32_t)operand, reply32 = (uint32_t)reply;
     gpuic_status_t status;
 
     if ((size != 4 && size != 8) || !gpuic_rma_atomic_ucp_op(op, &ucp_op)) {
         return GPUIC_ERR_INVALID_PARAM;
     }
-    /* For CSWAP UCX takes the compare value from the reply buffer and overwrites it with the
-     * old value. */
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
     param.datatype = ucp_dt_make_contig(size);
     param.reply_buffer = size == 4 ? (void *)&reply32 : (void *)&reply;

@@ -79,6 +79,7 @@ typedef struct ompi_osc_gpuic_module {
     void                       *base;
     size_t                     size;
     int                        disp_unit;
+    bool                       no_locks;   /**< info no_locks=true: lock calls are erroneous */
     gpuic_mr_t                 *mr;        /**< registration of the window; NULL when size is 0 */
     gpuic_mr_t                 *state_mr;  /**< registration of the state block */
     ompi_osc_gpuic_state_t     *state;
@@ -88,6 +89,8 @@ typedef struct ompi_osc_gpuic_module {
     ompi_osc_gpuic_epoch_t     epoch;
     int                        locks_held; /**< per-target locks held (EPOCH_LOCK) */
     uint64_t                   ops_since_fence; /**< RMA calls issued in this fence epoch */
+
+    struct ompi_osc_gpuic_module *next, *prev; /**< the component's list of live windows */
 } ompi_osc_gpuic_module_t;
 
 /** The component: one per process. */
@@ -105,6 +108,7 @@ typedef struct ompi_osc_gpuic_component {
     gpuic_context_t   *ctx;        /**< created on first window */
     opal_hash_table_t endpoints;   /**< ompi_proc_t * -> gpuic_ep_t * */
     int               num_windows; /**< windows alive; progress is registered while > 0 */
+    ompi_osc_gpuic_module_t *windows; /**< live windows, released at finalize if never freed */
     int               next_id;
 } ompi_osc_gpuic_component_t;
 
@@ -114,13 +118,15 @@ OMPI_MODULE_DECLSPEC extern ompi_osc_gpuic_component_t mca_osc_gpuic_component;
 int ompi_osc_gpuic_context_get(gpuic_context_t **ctx_p);
 int ompi_osc_gpuic_endpoint_get(struct ompi_proc_t *proc, const void *addr, size_t len,
                                 gpuic_ep_t **ep_p);
-void ompi_osc_gpuic_window_added(void);
-void ompi_osc_gpuic_window_removed(void);
+void ompi_osc_gpuic_window_added(ompi_osc_gpuic_module_t *module);
+void ompi_osc_gpuic_window_removed(ompi_osc_gpuic_module_t *module);
 
 /* Status translation (osc_gpuic_status.c) */
 int ompi_osc_gpuic_error(gpuic_status_t status);
 
 /* Window (osc_gpuic_window.c) */
+/** Releases a window's resources without communicating (finalize of a window never freed). */
+void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module);
 int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
                                  struct ompi_communicator_t *comm, struct opal_info_t *info,
                                  int flavor, int *model);

@@ -118,6 +118,7 @@ static int ompi_osc_gpuic_component_init(bool enable_progress_threads, bool enab
     c->ctx = NULL;
     c->num_windows = 0;
     c->next_id = 0;
+    c->windows = NULL;
     OBJ_CONSTRUCT(&c->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&c->endpoints, opal_hash_table_t);
     if (opal_hash_table_init(&c->endpoints, 64) != OPAL_SUCCESS) {
@@ -133,6 +134,14 @@ static int ompi_osc_gpuic_component_finalize(void)
     void *value, *node = NULL;
     int rc;
 
+    /* Windows the program never freed: release them quietly so UCX can shut down. */
+    while (c->windows != NULL) {
+        ompi_osc_gpuic_module_t *module = c->windows;
+
+        gpuic_log(GPUIC_LOG_WARN, "window %d was not freed before MPI_Finalize", module->id);
+        c->windows = module->next;
+        ompi_osc_gpuic_module_destroy(module);
+    }
     rc = opal_hash_table_get_first_key_uint64(&c->endpoints, &key, &value, &node);
     while (rc == OPAL_SUCCESS) {
         gpuic_ep_destroy(value);
@@ -197,22 +206,36 @@ static int ompi_osc_gpuic_progress(void)
     return (int)gpuic_context_progress(mca_osc_gpuic_component.ctx);
 }
 
-void ompi_osc_gpuic_window_added(void)
+void ompi_osc_gpuic_window_added(ompi_osc_gpuic_module_t *module)
 {
     ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
 
     opal_mutex_lock(&c->lock);
+    module->prev = NULL;
+    module->next = c->windows;
+    if (c->windows != NULL) {
+        c->windows->prev = module;
+    }
+    c->windows = module;
     if (c->num_windows++ == 0) {
         opal_progress_register(ompi_osc_gpuic_progress);
     }
     opal_mutex_unlock(&c->lock);
 }
 
-void ompi_osc_gpuic_window_removed(void)
+void ompi_osc_gpuic_window_removed(ompi_osc_gpuic_module_t *module)
 {
     ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
 
     opal_mutex_lock(&c->lock);
+    if (module->prev != NULL) {
+        module->prev->next = module->next;
+    } else {
+        c->windows = module->next;
+    }
+    if (module->next != NULL) {
+        module->next->prev = module->prev;
+    }
     if (--c->num_windows == 0) {
         opal_progress_unregister(ompi_osc_gpuic_progress);
     }

@@ -98,7 +98,7 @@ int ompi_osc_gpuic_lock(int lock_type, int target, int mpi_assert, struct ompi_w
     if (!ompi_osc_gpuic_rank_valid(module, target)) {
         return MPI_ERR_RANK;
     }
-    if (!ompi_win_allow_locks(win)) {
+    if (module->no_locks) {
         gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_lock on a window created with no_locks");
         return MPI_ERR_RMA_SYNC;
     }
@@ -158,13 +158,18 @@ int ompi_osc_gpuic_lock_all(int mpi_assert, struct ompi_win_t *win)
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
     int n = ompi_comm_size(module->comm), i, rc = OMPI_SUCCESS;
 
+    if (module->no_locks) {
+        /* no_locks promises that neither lock nor lock_all is used (MPI 3.1 section 11.2.1) */
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_lock_all on a window created with no_locks");
+        return MPI_ERR_RMA_SYNC;
+    }
     opal_mutex_lock(&module->lock);
     if (!ompi_osc_gpuic_may_start_passive(module)) {
         opal_mutex_unlock(&module->lock);
         gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_lock_all in a conflicting epoch");
         return MPI_ERR_RMA_SYNC;
     }
-    if (!(mpi_assert & MPI_MODE_NOCHECK) && ompi_win_allow_locks(win)) {
+    if (!(mpi_assert & MPI_MODE_NOCHECK)) {
         for (i = 0; i < n && rc == OMPI_SUCCESS; ++i) {
             rc = ompi_osc_gpuic_lock_acquire(module, i, MPI_LOCK_SHARED);
         }
@@ -217,18 +222,28 @@ int ompi_osc_gpuic_sync(struct ompi_win_t *win)
     return OMPI_SUCCESS;
 }
 
-/* Flushes need a passive epoch that covers the target (or all targets for target < 0). */
+/* A flush needs a passive epoch that covers its target. */
 static int ompi_osc_gpuic_check_flush(ompi_osc_gpuic_module_t *module, int target)
 {
-    if (target >= 0 && !ompi_osc_gpuic_rank_valid(module, target)) {
+    if (!ompi_osc_gpuic_rank_valid(module, target)) {
         return MPI_ERR_RANK;
     }
     if (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL ||
-        (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK &&
-         (target < 0 || module->peers[target].lock_type != 0))) {
+        (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK && module->peers[target].lock_type != 0)) {
         return OMPI_SUCCESS;
     }
     gpuic_log(GPUIC_LOG_DEBUG, "flush outside a passive-target epoch for target %d", target);
+    return MPI_ERR_RMA_SYNC;
+}
+
+/* flush_all needs any passive epoch. */
+static int ompi_osc_gpuic_check_flush_all(ompi_osc_gpuic_module_t *module)
+{
+    if (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL ||
+        module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK) {
+        return OMPI_SUCCESS;
+    }
+    gpuic_log(GPUIC_LOG_DEBUG, "flush_all outside a passive-target epoch");
     return MPI_ERR_RMA_SYNC;
 }
 
@@ -250,7 +265,7 @@ int ompi_osc_gpuic_flush(int target, struct ompi_win_t *win)
 int ompi_osc_gpuic_flush_all(struct ompi_win_t *win)
 {
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
-    int rc = ompi_osc_gpuic_check_flush(module, -1);
+    int rc = ompi_osc_gpuic_check_flush_all(module);
 
     if (rc != OMPI_SUCCESS) {
         return rc;

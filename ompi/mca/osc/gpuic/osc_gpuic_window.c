@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mpi.h"
+#include "opal/util/info.h"
 #include "opal/util/output.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
@@ -77,7 +78,7 @@ static const ompi_osc_base_module_t ompi_osc_gpuic_module_template = {
 };
 
 /* Releases what ompi_osc_gpuic_window_create() built, in reverse; safe on a partial module. */
-static void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
+void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
 {
     int i, n;
 
@@ -258,6 +259,13 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     module->size = size;
     module->disp_unit = disp_unit;
     module->epoch = OMPI_OSC_GPUIC_EPOCH_NONE;
+    if (info != NULL) {
+        bool value = false;
+        int found = 0;
+
+        opal_info_get_bool(info, "no_locks", &value, &found);
+        module->no_locks = found && value;
+    }
 
     rc = ompi_comm_dup(comm, &module->comm);
     if (rc != OMPI_SUCCESS) {
@@ -318,7 +326,7 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     ompi_win_set_name(win, name);
     win->w_osc_module = &module->super;
     *model = MPI_WIN_UNIFIED;
-    ompi_osc_gpuic_window_added();
+    ompi_osc_gpuic_window_added(module);
     gpuic_log(GPUIC_LOG_INFO, "rank %d: window %d created (flavor %d, %zu bytes, %d ranks)",
               ompi_comm_rank(module->comm), module->id, flavor, size, n);
     return OMPI_SUCCESS;
@@ -348,7 +356,7 @@ int ompi_osc_gpuic_free(struct ompi_win_t *win)
     if (rc == OMPI_SUCCESS) {
         rc = comm->c_coll->coll_barrier(comm, comm->c_coll->coll_barrier_module);
     }
-    ompi_osc_gpuic_window_removed();
+    ompi_osc_gpuic_window_removed(module);
     win->w_osc_module = NULL;
     ompi_osc_gpuic_module_destroy(module);
     return rc;

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Installs what building and testing gpuic needs on Debian 12 / Ubuntu (as root, apt-get).
+# Does nothing when everything is already there.
+set -e
+PKGS="build-essential autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin libucx-dev
+      libibverbs-dev python3"
+missing=""
+for p in $PKGS; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing packages:$missing (run as root, or install them)" >&2
+    exit 1
+fi
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing

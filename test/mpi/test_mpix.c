@@ -1,0 +1,52 @@
+/*
+ * The MPIX host API: version and capability queries, recognising gpuic windows, and the path
+ * that serves each target (self, direct mapping, UCX).
+ */
+#include <stdlib.h>
+
+#include "mpi_test.h"
+#include "mpix_gpuic.h"
+
+int main(int argc, char **argv)
+{
+    int rank, n, major = -1, minor = -1, patch = -1, caps = 0, flag = -1, path = -1;
+    int *base, local[4];
+    MPI_Win awin, cwin;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+
+    CHECK(MPIX_Gpuic_get_version(&major, &minor, &patch) == MPI_SUCCESS);
+    CHECK(major == MPIX_GPUIC_VERSION_MAJOR && minor == MPIX_GPUIC_VERSION_MINOR &&
+          patch == MPIX_GPUIC_VERSION_PATCH);
+    CHECK(MPIX_Gpuic_query_capabilities(&caps) == MPI_SUCCESS);
+    CHECK(caps & MPIX_GPUIC_CAP_HOST_RMA);
+    CHECK(MPIX_Win_is_gpuic(MPI_WIN_NULL, &flag) == MPI_ERR_WIN);
+
+    MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &awin);
+    MPI_Win_create(local, sizeof(local), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &cwin);
+    CHECK(MPIX_Win_is_gpuic(awin, &flag) == MPI_SUCCESS && flag == 1);
+    CHECK(MPIX_Win_is_gpuic(cwin, &flag) == MPI_SUCCESS && flag == 1);
+    CHECK(mpi_test_is_gpuic(awin) && mpi_test_is_gpuic(cwin));
+
+    for (int r = 0; r < n; ++r) {
+        CHECK(MPIX_Win_gpuic_target_path(awin, r, &path) == MPI_SUCCESS);
+        if (r == rank) {
+            CHECK(path == MPIX_GPUIC_PATH_SELF);
+        } else {
+            CHECK(path == MPIX_GPUIC_PATH_DIRECT || path == MPIX_GPUIC_PATH_UCX);
+        }
+        if (rank == 0) {
+            printf("allocate window: target %d served by %s\n", r,
+                   path == MPIX_GPUIC_PATH_SELF ? "self" :
+                   path == MPIX_GPUIC_PATH_DIRECT ? "direct mapping" : "UCX");
+        }
+    }
+    CHECK(MPIX_Win_gpuic_target_path(awin, n, &path) == MPI_ERR_RANK);
+    CHECK(MPIX_Win_gpuic_target_path(awin, -1, &path) == MPI_ERR_RANK);
+
+    MPI_Win_free(&cwin);
+    MPI_Win_free(&awin);
+    return mpi_test_finish("test_mpix");
+}

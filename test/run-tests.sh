@@ -1,0 +1,94 @@
+#!/bin/bash
+# Runs gpuic's test suite from a built tree (contrib/build.sh) and ends with one line:
+#   N passed, N failed, N skipped
+#
+# Usage: test/run-tests.sh [PATTERN]   (only tests whose name contains PATTERN)
+#
+# Test lists: test/unit/testlist   "program [timeout]"
+#             test/mpi/testlist    "program ranks [VAR=value ...]"  (program.sh: a script)
+#             test/device/testlist "program ranks [VAR=value ...]"  (skipped without a GPU)
+# A program passes with exit 0, is skipped with exit 77, and fails otherwise.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${GPUIC_BUILD_DIR:-$top/_build}
+pattern=${1:-}
+logdir="$build/test-logs"
+mkdir -p "$logdir"
+pass=0 fail=0 skip=0
+failed_names=()
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_mca_base_component_path="SYS_DEFAULT:$build/stage/lib/openmpi"
+# Open MPI's own progress yielding for oversubscribed runs.
+export OMPI_MCA_mpi_yield_when_idle=1
+MPIRUN=(mpirun --oversubscribe --bind-to none --mca osc gpuic)
+export GPUIC_TEST_MPIRUN="${MPIRUN[*]}"
+export GPUIC_TEST_BUILD="$build"
+
+gpu_present() {
+    command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'
+}
+
+record() { # name rc log
+    local name=$1 rc=$2 log=$3
+    case $rc in
+        0)  pass=$((pass + 1)); echo "PASS $name" ;;
+        77) skip=$((skip + 1)); echo "SKIP $name" ;;
+        *)  fail=$((fail + 1)); failed_names+=("$name"); echo "FAIL $name (exit $rc, log: $log)"
+            sed 's/^/    | /' "$log" | tail -20 ;;
+    esac
+}
+
+run_list() { # kind list
+    local kind=$1 list=$2 line prog arg1 rest name log rc t np envs
+    [ -f "$list" ] || return 0
+    while read -r line; do
+        line=${line%%#*}
+        [ -z "${line// }" ] && continue
+        read -r prog arg1 rest <<<"$line"
+        if [ "$kind" = unit ]; then
+            name="unit/$prog"; t=${arg1:-120}
+        else
+            np=$arg1; name="$kind/$prog.np$np${rest:+ $rest}"; t=300
+        fi
+        [ -n "$pattern" ] && [[ $name != *"$pattern"* ]] && continue
+        log="$logdir/$(echo "$name" | tr ' /=' '___').log"
+        if [ "$kind" = device ] && ! gpu_present; then
+            echo "no GPU on this machine" >"$log"; record "$name" 77 "$log"; continue
+        fi
+        case $kind in
+        unit)
+            if [ -x "$build/test/unit/$prog" ]; then
+                timeout "$t" "$build/test/unit/$prog" </dev/null >"$log" 2>&1; rc=$?
+            else
+                echo "not built: $prog" >"$log"; rc=77
+            fi ;;
+        *)
+            envs=()
+            for e in $rest; do envs+=(-x "$e"); done
+            if [[ $prog == *.sh ]]; then
+                ( for e in $rest; do export "${e?}"; done
+                  GPUIC_TEST_NP=$np timeout "$t" bash "$top/test/$kind/$prog" ) </dev/null >"$log" 2>&1; rc=$?
+            elif [ -x "$build/test/$kind/$prog" ]; then
+                ( for e in $rest; do export "${e?}"; done
+                  timeout "$t" "${MPIRUN[@]}" -np "$np" "$build/test/$kind/$prog" ) </dev/null >"$log" 2>&1
+                rc=$?
+            else
+                echo "not built: $prog" >"$log"; rc=77
+            fi ;;
+        esac
+        record "$name" "$rc" "$log"
+    done <"$list"
+}
+
+if [ ! -f "$build/stage/lib/openmpi/mca_osc_gpuic.so" ]; then
+    echo "run-tests: no staged build in $build (run contrib/build.sh first)" >&2
+    echo "0 passed, 1 failed, 0 skipped"
+    exit 1
+fi
+run_list unit "$top/test/unit/testlist"
+run_list mpi "$top/test/mpi/testlist"
+run_list device "$top/test/device/testlist"
+[ ${#failed_names[@]} -gt 0 ] && printf 'failed: %s\n' "${failed_names[@]}"
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
