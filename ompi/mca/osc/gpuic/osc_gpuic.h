@@ -136,6 +136,31 @@ int ompi_osc_gpuic_win_detach(struct ompi_win_t *win, const void *base);
 int ompi_osc_gpuic_win_shared_query(struct ompi_win_t *win, int rank, size_t *size,
                                     int *disp_unit, void *baseptr);
 
+/* Datatypes (osc_gpuic_datatype.c) */
+/** Lowest and one-past-highest byte offsets (from the buffer) that count elements of dt touch. */
+void ompi_osc_gpuic_dt_bounds(const struct ompi_datatype_t *dt, int count, ptrdiff_t *lo_p,
+                              ptrdiff_t *hi_p);
+/**
+ * MPI_ERR_RMA_RANGE unless (disp, count, dt) lies inside @p target's window; on success
+ * *raddr_p is the target address of displacement @p disp.
+ */
+int ompi_osc_gpuic_check_range(ompi_osc_gpuic_module_t *module, int target, ptrdiff_t disp,
+                               int count, struct ompi_datatype_t *dt, uint64_t *raddr_p);
+/** Called by dt_walk for each pair of blocks of equal length; returns an MPI error code. */
+typedef int (*ompi_osc_gpuic_walk_fn_t)(char *a, char *b, size_t len, void *arg);
+/**
+ * Pairs the contiguous blocks of (a, acount, adt) and (b, bcount, bdt), which must have the
+ * same size, in type-map order, calling @p fn for each piece.  Addresses are computed, never
+ * dereferenced, so either side may be a remote address.  Stops at the first error.
+ */
+int ompi_osc_gpuic_dt_walk(void *a, int acount, struct ompi_datatype_t *adt, void *b,
+                           int bcount, struct ompi_datatype_t *bdt,
+                           ompi_osc_gpuic_walk_fn_t fn, void *arg);
+/** Copies the data described by (src, count, dt) into contiguous dst. */
+int ompi_osc_gpuic_dt_pack(void *dst, const void *src, int count, struct ompi_datatype_t *dt);
+/** Copies contiguous src into the layout (dst, count, dt). */
+int ompi_osc_gpuic_dt_unpack(void *dst, int count, struct ompi_datatype_t *dt, const void *src);
+
 /* Communication (osc_gpuic_comm.c) */
 int ompi_osc_gpuic_put(const void *origin_addr, int origin_count,
                        struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,

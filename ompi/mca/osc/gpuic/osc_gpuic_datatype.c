@@ -1,0 +1,158 @@
+/*
+ * Datatype layouts: the bytes a (buffer, count, datatype) description touches, and a walk over
+ * two descriptions with the same type signature, pairing their contiguous blocks in type-map
+ * order.  Used by put/get for non-contiguous transfers and by the accumulate family to pack,
+ * unpack and visit target elements.
+ */
+#include "ompi_config.h"
+
+#include "mpi.h"
+#include "opal/datatype/opal_convertor.h"
+#include "ompi/datatype/ompi_datatype.h"
+
+#include "osc_gpuic.h"
+
+/* iovecs fetched from the convertor per refill */
+#define OMPI_OSC_GPUIC_IOV_BATCH 32
+
+void ompi_osc_gpuic_dt_bounds(const struct ompi_datatype_t *dt, int count, ptrdiff_t *lo_p,
+                              ptrdiff_t *hi_p)
+{
+    const opal_datatype_t *d = &dt->super;
+    ptrdiff_t extent = d->ub - d->lb;
+    ptrdiff_t step = extent * (ptrdiff_t)(count - 1);
+
+    *lo_p = d->true_lb + (step < 0 ? step : 0);
+    *hi_p = d->true_ub + (step > 0 ? step : 0);
+}
+
+int ompi_osc_gpuic_check_range(ompi_osc_gpuic_module_t *module, int target, ptrdiff_t disp,
+                               int count, struct ompi_datatype_t *dt, uint64_t *raddr_p)
+{
+    ompi_osc_gpuic_peer_t *peer = &module->peers[target];
+    ptrdiff_t lo, hi, offset = disp * (ptrdiff_t)peer->disp_unit;
+
+    ompi_osc_gpuic_dt_bounds(dt, count, &lo, &hi);
+    if (disp < 0 || offset + lo < 0 || (uint64_t)(offset + hi) > peer->size) {
+        gpuic_log(GPUIC_LOG_DEBUG, "rank %d: access [%td, %td) outside target %d's window of "
+                  "%" PRIu64 " bytes", ompi_osc_gpuic_rank(module), offset + lo, offset + hi,
+                  target, peer->size);
+        return MPI_ERR_RMA_RANGE;
+    }
+    *raddr_p = peer->base + (uint64_t)offset;
+    return OMPI_SUCCESS;
+}
+
+/* Walks the contiguous blocks of (base, count, dt) in type-map order. */
+typedef struct ompi_osc_gpuic_dt_iter {
+    opal_convertor_t conv;
+    struct iovec     iov[OMPI_OSC_GPUIC_IOV_BATCH];
+    uint32_t         n, i;
+    bool             drained;
+} ompi_osc_gpuic_dt_iter_t;
+
+static void ompi_osc_gpuic_dt_iter_init(ompi_osc_gpuic_dt_iter_t *it, const void *base,
+                                        int count, struct ompi_datatype_t *dt)
+{
+    OBJ_CONSTRUCT(&it->conv, opal_convertor_t);
+    /* The convertor only computes addresses from base; it never dereferences it, so a remote
+     * address works as well as a local one. */
+    opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &dt->super, count, base,
+                                             0, &it->conv);
+    it->n = it->i = 0;
+    it->drained = false;
+}
+
+static bool ompi_osc_gpuic_dt_iter_next(ompi_osc_gpuic_dt_iter_t *it, char **ptr_p,
+                                        size_t *len_p)
+{
+    size_t bytes;
+
+    while (it->i == it->n) {
+        if (it->drained) {
+            return false;
+        }
+        it->n = OMPI_OSC_GPUIC_IOV_BATCH;
+        it->drained = opal_convertor_raw(&it->conv, it->iov, &it->n, &bytes) != 0;
+        it->i = 0;
+    }
+    *ptr_p = it->iov[it->i].iov_base;
+    *len_p = it->iov[it->i].iov_len;
+    it->i++;
+    return true;
+}
+
+int ompi_osc_gpuic_dt_walk(void *a, int acount, struct ompi_datatype_t *adt, void *b,
+                           int bcount, struct ompi_datatype_t *bdt,
+                           ompi_osc_gpuic_walk_fn_t fn, void *arg)
+{
+    ompi_osc_gpuic_dt_iter_t ait, bit;
+    char *aptr = NULL, *bptr = NULL;
+    size_t aleft = 0, bleft = 0, len;
+    int rc = OMPI_SUCCESS;
+
+    ompi_osc_gpuic_dt_iter_init(&ait, a, acount, adt);
+    ompi_osc_gpuic_dt_iter_init(&bit, b, bcount, bdt);
+    while (rc == OMPI_SUCCESS) {
+        if (aleft == 0 && !ompi_osc_gpuic_dt_iter_next(&ait, &aptr, &aleft)) {
+            break;
+        }
+        if (bleft == 0 && !ompi_osc_gpuic_dt_iter_next(&bit, &bptr, &bleft)) {
+            break;
+        }
+        len = aleft < bleft ? aleft : bleft;
+        rc = fn(aptr, bptr, len, arg);
+        aptr += len;
+        bptr += len;
+        aleft -= len;
+        bleft -= len;
+    }
+    OBJ_DESTRUCT(&ait.conv);
+    OBJ_DESTRUCT(&bit.conv);
+    return rc;
+}
+
+static int ompi_osc_gpuic_copy_block(char *a, char *b, size_t len, void *arg)
+{
+    if (*(bool *)arg) {
+        memcpy(a, b, len);
+    } else {
+        memcpy(b, a, len);
+    }
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_dt_pack(void *dst, const void *src, int count, struct ompi_datatype_t *dt)
+{
+    bool to_a = true;
+    size_t size;
+    ptrdiff_t lo, hi;
+
+    if (ompi_datatype_is_contiguous_memory_layout(dt, count)) {
+        ompi_datatype_type_size(dt, &size);
+        ompi_osc_gpuic_dt_bounds(dt, count, &lo, &hi);
+        memcpy(dst, (const char *)src + lo, size * (size_t)count);
+        return OMPI_SUCCESS;
+    }
+    /* dst is walked as bytes: a contiguous run the same size as the description. */
+    ompi_datatype_type_size(dt, &size);
+    return ompi_osc_gpuic_dt_walk(dst, (int)(size * (size_t)count), MPI_BYTE, (void *)src, count,
+                                  dt, ompi_osc_gpuic_copy_block, &to_a);
+}
+
+int ompi_osc_gpuic_dt_unpack(void *dst, int count, struct ompi_datatype_t *dt, const void *src)
+{
+    bool to_a = false;
+    size_t size;
+    ptrdiff_t lo, hi;
+
+    if (ompi_datatype_is_contiguous_memory_layout(dt, count)) {
+        ompi_datatype_type_size(dt, &size);
+        ompi_osc_gpuic_dt_bounds(dt, count, &lo, &hi);
+        memcpy((char *)dst + lo, src, size * (size_t)count);
+        return OMPI_SUCCESS;
+    }
+    ompi_datatype_type_size(dt, &size);
+    return ompi_osc_gpuic_dt_walk((void *)src, (int)(size * (size_t)count), MPI_BYTE, dst, count,
+                                  dt, ompi_osc_gpuic_copy_block, &to_a);
+}
