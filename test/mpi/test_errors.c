@@ -6,6 +6,7 @@
  *   MPI_ERR_RMA_RANGE  an access past the end of the target window (and at a negative offset)
  *   MPI_ERR_RANK       flush to a rank outside the group
  *   MPI_ERR_UNSUPPORTED_OPERATION  calls gpuic does not implement yet
+ * including the accumulate family.
  */
 #include <stdlib.h>
 
@@ -88,15 +89,31 @@ int main(int argc, char **argv)
     CHECK(MPI_Win_unlock(peer, win) == MPI_SUCCESS);
     CHECK_CLASS(MPI_Win_unlock(peer, win), MPI_ERR_RMA_SYNC);
 
-    /* not implemented yet: clear error, nothing silently done */
-    MPI_Win_lock_all(0, win);
-    CHECK_CLASS(MPI_Accumulate(buf, 1, MPI_INT, peer, 0, 1, MPI_INT, MPI_SUM, win),
-                MPI_ERR_UNSUPPORTED_OPERATION);
-    CHECK_CLASS(MPI_Fetch_and_op(buf, buf + 1, MPI_INT, peer, 0, MPI_SUM, win),
-                MPI_ERR_UNSUPPORTED_OPERATION);
-    CHECK_CLASS(MPI_Compare_and_swap(buf, buf + 1, buf + 2, MPI_INT, peer, 0, win),
-                MPI_ERR_UNSUPPORTED_OPERATION);
-    MPI_Win_unlock_all(win);
+    /* the accumulate family: epochs and ranges, nothing written on error */
+    {
+        long lv = 5, lres = 0;
+        CHECK_CLASS(MPI_Accumulate(buf, 1, MPI_INT, peer, 0, 1, MPI_INT, MPI_SUM, win),
+                    MPI_ERR_RMA_SYNC);
+        CHECK_CLASS(MPI_Fetch_and_op(&lv, &lres, MPI_LONG, peer, 0, MPI_SUM, win),
+                    MPI_ERR_RMA_SYNC);
+        MPI_Win_lock_all(0, win);
+        CHECK_CLASS(MPI_Accumulate(buf, 2, MPI_INT, peer, WIN_INTS - 1, 2, MPI_INT, MPI_SUM, win),
+                    MPI_ERR_RMA_RANGE);
+        /* an 8-byte atomic whose last 4 bytes are past the end */
+        CHECK_CLASS(MPI_Fetch_and_op(&lv, &lres, MPI_LONG, peer, WIN_INTS - 1, MPI_SUM, win),
+                    MPI_ERR_RMA_RANGE);
+        CHECK_CLASS(MPI_Compare_and_swap(&lv, &lv, &lres, MPI_LONG, peer, WIN_INTS - 1, win),
+                    MPI_ERR_RMA_RANGE);
+        CHECK_CLASS(MPI_Get_accumulate(buf, 1, MPI_INT, buf + 4, 1, MPI_INT, peer, WIN_INTS, 1,
+                                       MPI_INT, MPI_SUM, win), MPI_ERR_RMA_RANGE);
+        MPI_Win_unlock_all(win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        bad = 0;
+        for (i = 0; i < WIN_INTS - 1; ++i) {
+            bad += base[i] != -7;
+        }
+        CHECK(bad == 0 && base[WIN_INTS - 1] == 1000);
+    }
     MPI_Group group;
     MPI_Comm_group(MPI_COMM_WORLD, &group);
     CHECK_CLASS(MPI_Win_post(group, 0, win), MPI_ERR_UNSUPPORTED_OPERATION);

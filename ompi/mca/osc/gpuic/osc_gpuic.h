@@ -43,16 +43,41 @@ typedef enum ompi_osc_gpuic_epoch {
 } ompi_osc_gpuic_epoch_t;
 
 /**
- * The window's remotely accessible state block: one per process and window, registered with
- * UCX and reached by peers' atomics.  Layout is checked with offsetof, never counted by hand.
+ * The window's remotely accessible state block: one per process and window, allocated by UCX
+ * (so same-node peers can map it) and reached by peers' atomics.  Fixed words, then two words
+ * per rank of the window for post/start/complete/wait.  Offsets come from offsetof and the
+ * helpers below, never from hand counting.
  */
 typedef struct ompi_osc_gpuic_state {
     /** Passive-target lock: number of shared holders, plus LOCK_EXCLUSIVE when held exclusively. */
     uint64_t lock;
+    /** Accumulate lock: 0 free, else 1 + rank of the holder. */
+    uint64_t acc_lock;
+    /** [2r]: MPI_Win_post calls rank r addressed to this process;
+     *  [2r+1]: MPI_Win_complete calls rank r addressed to this process. */
+    uint64_t pscw[];
 } ompi_osc_gpuic_state_t;
 
 /** Value of ompi_osc_gpuic_state_t.lock while an exclusive lock is held. */
 #define OMPI_OSC_GPUIC_LOCK_EXCLUSIVE (1ULL << 32)
+
+/** Size of the state block of a window of @p nranks processes. */
+static inline size_t ompi_osc_gpuic_state_size(int nranks)
+{
+    return offsetof(ompi_osc_gpuic_state_t, pscw) + 2 * (size_t)nranks * sizeof(uint64_t);
+}
+
+/** Offset of the counter of posts from @p rank. */
+static inline size_t ompi_osc_gpuic_state_post_offset(int rank)
+{
+    return offsetof(ompi_osc_gpuic_state_t, pscw) + 2 * (size_t)rank * sizeof(uint64_t);
+}
+
+/** Offset of the counter of completes from @p rank. */
+static inline size_t ompi_osc_gpuic_state_complete_offset(int rank)
+{
+    return ompi_osc_gpuic_state_post_offset(rank) + sizeof(uint64_t);
+}
 
 /** What this process knows of one peer's window. */
 typedef struct ompi_osc_gpuic_peer {
@@ -64,6 +89,7 @@ typedef struct ompi_osc_gpuic_peer {
     uint64_t     state_addr;   /**< address of the peer's state block */
     int          disp_unit;    /**< the peer's displacement unit */
     void         *direct;      /**< local mapping of the peer's window, or NULL */
+    char         *state_direct; /**< local mapping of the peer's state block, or NULL */
     int          lock_type;    /**< MPI_LOCK_* held on the peer; negated under NOCHECK; 0: none */
 } ompi_osc_gpuic_peer_t;
 
@@ -80,6 +106,10 @@ typedef struct ompi_osc_gpuic_module {
     size_t                     size;
     int                        disp_unit;
     bool                       no_locks;   /**< info no_locks=true: lock calls are erroneous */
+    /** Every process maps every peer's window and state block, so accumulates and state-word
+     *  atomics use CPU atomics on the mappings.  Decided collectively at creation: every origin
+     *  must use the same kind of atomics on a word, or atomicity is lost. */
+    bool                       all_direct;
     gpuic_mr_t                 *mr;        /**< registration of the window; NULL when size is 0 */
     gpuic_mr_t                 *state_mr;  /**< registration of the state block */
     ompi_osc_gpuic_state_t     *state;
@@ -121,6 +151,24 @@ int ompi_osc_gpuic_endpoint_get(struct ompi_proc_t *proc, const void *addr, size
 void ompi_osc_gpuic_window_added(ompi_osc_gpuic_module_t *module);
 void ompi_osc_gpuic_window_removed(ompi_osc_gpuic_module_t *module);
 
+/* State-block atomics (osc_gpuic_state.c) */
+/**
+ * Fetching atomic on the 8-byte word at @p offset of @p target's state block: CPU atomics on
+ * the mapping when the window is all_direct, UCX atomics otherwise.
+ */
+int ompi_osc_gpuic_state_fetch(ompi_osc_gpuic_module_t *module, int target, size_t offset,
+                               gpuic_atomic_op_t op, uint64_t value, uint64_t compare,
+                               uint64_t *old_p);
+/** Non-fetching atomic add to @p target's state word; complete at the target on return. */
+int ompi_osc_gpuic_state_add(ompi_osc_gpuic_module_t *module, int target, size_t offset,
+                             uint64_t value);
+/** Reads a word of this process's own state block (written by peers). */
+uint64_t ompi_osc_gpuic_state_read_local(ompi_osc_gpuic_module_t *module, size_t offset);
+/** Takes @p target's accumulate lock, waiting (yielding) while another process holds it. */
+int ompi_osc_gpuic_acc_lock(ompi_osc_gpuic_module_t *module, int target);
+/** Gives @p target's accumulate lock back. */
+int ompi_osc_gpuic_acc_unlock(ompi_osc_gpuic_module_t *module, int target);
+
 /* Status translation (osc_gpuic_status.c) */
 int ompi_osc_gpuic_error(gpuic_status_t status);
 
@@ -156,10 +204,9 @@ typedef int (*ompi_osc_gpuic_walk_fn_t)(char *a, char *b, size_t len, void *arg)
 int ompi_osc_gpuic_dt_walk(void *a, int acount, struct ompi_datatype_t *adt, void *b,
                            int bcount, struct ompi_datatype_t *bdt,
                            ompi_osc_gpuic_walk_fn_t fn, void *arg);
-/** Copies the data described by (src, count, dt) into contiguous dst. */
-int ompi_osc_gpuic_dt_pack(void *dst, const void *src, int count, struct ompi_datatype_t *dt);
-/** Copies contiguous src into the layout (dst, count, dt). */
-int ompi_osc_gpuic_dt_unpack(void *dst, int count, struct ompi_datatype_t *dt, const void *src);
+/** Copies the data of (src, scount, sdt) into the layout (dst, dcount, ddt). */
+int ompi_osc_gpuic_dt_copy(void *dst, int dcount, struct ompi_datatype_t *ddt, const void *src,
+                           int scount, struct ompi_datatype_t *sdt);
 
 /* Communication (osc_gpuic_comm.c) */
 int ompi_osc_gpuic_put(const void *origin_addr, int origin_count,
@@ -179,6 +226,15 @@ int ompi_osc_gpuic_rget(void *origin_addr, int origin_count, struct ompi_datatyp
                         struct ompi_request_t **request);
 /** MPI_ERR_RMA_SYNC unless the window is in an access epoch that covers @p target. */
 int ompi_osc_gpuic_check_access(ompi_osc_gpuic_module_t *module, int target);
+/** MPI_ERR_RMA_SYNC unless the window is in a passive-target epoch (request-based calls). */
+int ompi_osc_gpuic_check_passive(ompi_osc_gpuic_module_t *module);
+/**
+ * Moves data between local (buf, bcount, bdt) and the target layout (raddr, tcount, tdt): a put
+ * when @p is_put, else a get.  Completes at the next flush (at once through a mapping).
+ */
+int ompi_osc_gpuic_rma_layout(ompi_osc_gpuic_module_t *module, int target, bool is_put,
+                              void *buf, int bcount, struct ompi_datatype_t *bdt,
+                              uint64_t raddr, int tcount, struct ompi_datatype_t *tdt);
 
 /* Accumulate family (osc_gpuic_accumulate.c) */
 int ompi_osc_gpuic_accumulate(const void *origin_addr, int origin_count,
@@ -233,6 +289,8 @@ int ompi_osc_gpuic_flush_local_all(struct ompi_win_t *win);
 /** Creates a request for @p win that completes when every operation so far on @p ep is done. */
 int ompi_osc_gpuic_request_flush_ep(struct ompi_win_t *win, gpuic_ep_t *ep,
                                     struct ompi_request_t **request);
+/** Creates a request for @p win that is complete already. */
+int ompi_osc_gpuic_request_completed(struct ompi_win_t *win, struct ompi_request_t **request);
 
 /** The module behind a window. */
 static inline ompi_osc_gpuic_module_t *ompi_osc_gpuic_module(struct ompi_win_t *win)

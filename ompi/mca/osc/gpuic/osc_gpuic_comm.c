@@ -114,6 +114,16 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
     return rc;
 }
 
+int ompi_osc_gpuic_rma_layout(ompi_osc_gpuic_module_t *module, int target, bool is_put,
+                              void *buf, int bcount, struct ompi_datatype_t *bdt,
+                              uint64_t raddr, int tcount, struct ompi_datatype_t *tdt)
+{
+    ompi_osc_gpuic_xfer_arg_t x = {&module->peers[target], is_put};
+
+    return ompi_osc_gpuic_dt_walk(buf, bcount, bdt, (void *)(uintptr_t)raddr, tcount, tdt,
+                                  ompi_osc_gpuic_xfer_block, &x);
+}
+
 int ompi_osc_gpuic_put(const void *origin_addr, int origin_count,
                        struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
                        int target_count, struct ompi_datatype_t *target_dt,
@@ -133,7 +143,7 @@ int ompi_osc_gpuic_get(void *origin_addr, int origin_count, struct ompi_datatype
 }
 
 /* Request-based operations exist only in passive-target epochs (MPI 3.1 section 11.3.5). */
-static int ompi_osc_gpuic_check_passive(ompi_osc_gpuic_module_t *module)
+int ompi_osc_gpuic_check_passive(ompi_osc_gpuic_module_t *module)
 {
     if (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK ||
         module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL) {

@@ -114,45 +114,13 @@ int ompi_osc_gpuic_dt_walk(void *a, int acount, struct ompi_datatype_t *adt, voi
 
 static int ompi_osc_gpuic_copy_block(char *a, char *b, size_t len, void *arg)
 {
-    if (*(bool *)arg) {
-        memcpy(a, b, len);
-    } else {
-        memcpy(b, a, len);
-    }
+    memcpy(a, b, len);
     return OMPI_SUCCESS;
 }
 
-int ompi_osc_gpuic_dt_pack(void *dst, const void *src, int count, struct ompi_datatype_t *dt)
+int ompi_osc_gpuic_dt_copy(void *dst, int dcount, struct ompi_datatype_t *ddt, const void *src,
+                           int scount, struct ompi_datatype_t *sdt)
 {
-    bool to_a = true;
-    size_t size;
-    ptrdiff_t lo, hi;
-
-    if (ompi_datatype_is_contiguous_memory_layout(dt, count)) {
-        ompi_datatype_type_size(dt, &size);
-        ompi_osc_gpuic_dt_bounds(dt, count, &lo, &hi);
-        memcpy(dst, (const char *)src + lo, size * (size_t)count);
-        return OMPI_SUCCESS;
-    }
-    /* dst is walked as bytes: a contiguous run the same size as the description. */
-    ompi_datatype_type_size(dt, &size);
-    return ompi_osc_gpuic_dt_walk(dst, (int)(size * (size_t)count), MPI_BYTE, (void *)src, count,
-                                  dt, ompi_osc_gpuic_copy_block, &to_a);
-}
-
-int ompi_osc_gpuic_dt_unpack(void *dst, int count, struct ompi_datatype_t *dt, const void *src)
-{
-    bool to_a = false;
-    size_t size;
-    ptrdiff_t lo, hi;
-
-    if (ompi_datatype_is_contiguous_memory_layout(dt, count)) {
-        ompi_datatype_type_size(dt, &size);
-        ompi_osc_gpuic_dt_bounds(dt, count, &lo, &hi);
-        memcpy((char *)dst + lo, src, size * (size_t)count);
-        return OMPI_SUCCESS;
-    }
-    ompi_datatype_type_size(dt, &size);
-    return ompi_osc_gpuic_dt_walk((void *)src, (int)(size * (size_t)count), MPI_BYTE, dst, count,
-                                  dt, ompi_osc_gpuic_copy_block, &to_a);
+    return ompi_osc_gpuic_dt_walk(dst, dcount, ddt, (void *)src, scount, sdt,
+                                  ompi_osc_gpuic_copy_block, NULL);
 }

@@ -16,65 +16,52 @@
 static int ompi_osc_gpuic_lock_acquire(ompi_osc_gpuic_module_t *module, int target,
                                        int lock_type)
 {
-    ompi_osc_gpuic_peer_t *peer = &module->peers[target];
+    const size_t lock = offsetof(ompi_osc_gpuic_state_t, lock);
     gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
-    gpuic_status_t status;
     uint64_t old;
     unsigned spins = 0;
+    int rc;
 
     for (;;) {
         if (lock_type == MPI_LOCK_EXCLUSIVE) {
-            status = gpuic_rma_atomic_fetch(peer->ep, GPUIC_ATOMIC_CSWAP,
-                                            OMPI_OSC_GPUIC_LOCK_EXCLUSIVE, 0, 8,
-                                            peer->state_addr, peer->state_rkey, &old);
-            if (status != GPUIC_OK || old == 0) {
-                break;
+            rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_CSWAP,
+                                            OMPI_OSC_GPUIC_LOCK_EXCLUSIVE, 0, &old);
+            if (rc != OMPI_SUCCESS || old == 0) {
+                return rc;
             }
         } else {
-            status = gpuic_rma_atomic_fetch(peer->ep, GPUIC_ATOMIC_ADD, 1, 0, 8,
-                                            peer->state_addr, peer->state_rkey, &old);
-            if (status != GPUIC_OK || old < OMPI_OSC_GPUIC_LOCK_EXCLUSIVE) {
-                break;
+            rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_ADD, 1, 0, &old);
+            if (rc != OMPI_SUCCESS || old < OMPI_OSC_GPUIC_LOCK_EXCLUSIVE) {
+                return rc;
             }
-            status = gpuic_rma_atomic_fetch(peer->ep, GPUIC_ATOMIC_ADD, (uint64_t)-1, 0, 8,
-                                            peer->state_addr, peer->state_rkey, &old);
-            if (status != GPUIC_OK) {
-                break;
+            rc = ompi_osc_gpuic_state_add(module, target, lock, (uint64_t)-1);
+            if (rc != OMPI_SUCCESS) {
+                return rc;
             }
         }
         /* Contended: let the holder (possibly on this core) run. */
         gpuic_context_progress(ctx);
         gpuic_context_wait_idle(ctx, ++spins);
     }
-    if (status != GPUIC_OK) {
-        gpuic_log(GPUIC_LOG_ERROR, "lock of rank %d failed: %s", target,
-                  gpuic_status_string(status));
-    }
-    return ompi_osc_gpuic_error(status);
 }
 
 static int ompi_osc_gpuic_lock_release(ompi_osc_gpuic_module_t *module, int target,
                                        int lock_type)
 {
-    ompi_osc_gpuic_peer_t *peer = &module->peers[target];
     uint64_t delta = lock_type == MPI_LOCK_EXCLUSIVE ? (uint64_t)0 - OMPI_OSC_GPUIC_LOCK_EXCLUSIVE
                                                      : (uint64_t)-1;
-    uint64_t old;
-    gpuic_status_t status;
+    int rc;
 
     /* Everything issued under the lock must be complete at the target before another process
      * can take the lock. */
-    status = gpuic_ep_flush(peer->ep);
-    if (status == GPUIC_OK) {
-        /* Fetching, so that the release has happened when unlock returns. */
-        status = gpuic_rma_atomic_fetch(peer->ep, GPUIC_ATOMIC_ADD, delta, 0, 8,
-                                        peer->state_addr, peer->state_rkey, &old);
+    rc = ompi_osc_gpuic_error(gpuic_ep_flush(module->peers[target].ep));
+    if (rc == OMPI_SUCCESS) {
+        /* Direct stores must be visible before the lock word says the lock is free. */
+        opal_atomic_mb();
+        rc = ompi_osc_gpuic_state_add(module, target, offsetof(ompi_osc_gpuic_state_t, lock),
+                                      delta);
     }
-    if (status != GPUIC_OK) {
-        gpuic_log(GPUIC_LOG_ERROR, "unlock of rank %d failed: %s", target,
-                  gpuic_status_string(status));
-    }
-    return ompi_osc_gpuic_error(status);
+    return rc;
 }
 
 /* A passive epoch may start when none is open, or right after a fence that issued nothing

@@ -62,19 +62,40 @@ static void ompi_osc_gpuic_request_done(void *arg, gpuic_status_t status)
     ompi_request_complete(&req->super, true);
 }
 
+static ompi_osc_gpuic_request_t *ompi_osc_gpuic_request_new(struct ompi_win_t *win)
+{
+    ompi_osc_gpuic_request_t *req = OBJ_NEW(ompi_osc_gpuic_request_t);
+
+    if (req != NULL) {
+        OMPI_REQUEST_INIT(&req->super, false);
+        req->super.req_mpi_object.win = win;
+        req->super.req_state = OMPI_REQUEST_ACTIVE;
+        req->super.req_status.MPI_ERROR = MPI_SUCCESS;
+    }
+    return req;
+}
+
+int ompi_osc_gpuic_request_completed(struct ompi_win_t *win, struct ompi_request_t **request)
+{
+    ompi_osc_gpuic_request_t *req = ompi_osc_gpuic_request_new(win);
+
+    if (req == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    *request = &req->super;
+    ompi_request_complete(&req->super, true);
+    return OMPI_SUCCESS;
+}
+
 int ompi_osc_gpuic_request_flush_ep(struct ompi_win_t *win, gpuic_ep_t *ep,
                                     struct ompi_request_t **request)
 {
-    ompi_osc_gpuic_request_t *req = OBJ_NEW(ompi_osc_gpuic_request_t);
+    ompi_osc_gpuic_request_t *req = ompi_osc_gpuic_request_new(win);
     gpuic_status_t status;
 
     if (req == NULL) {
         return MPI_ERR_NO_MEM;
     }
-    OMPI_REQUEST_INIT(&req->super, false);
-    req->super.req_mpi_object.win = win;
-    req->super.req_state = OMPI_REQUEST_ACTIVE;
-    req->super.req_status.MPI_ERROR = MPI_SUCCESS;
     *request = &req->super;
 
     status = gpuic_ep_flush_nb(ep, ompi_osc_gpuic_request_done, req);

@@ -219,11 +219,40 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
     if (status != GPUIC_OK) {
         return ompi_osc_gpuic_error(status);
     }
-    if (peer->rkey != NULL && mca_osc_gpuic_component.direct &&
-        gpuic_rkey_ptr(peer->rkey, peer->base, &peer->direct) != GPUIC_OK) {
-        peer->direct = NULL;
+    if (rank == ompi_comm_rank(module->comm)) {
+        /* Our own window and state need no mapping. */
+        peer->direct = peer->size > 0 ? module->base : NULL;
+        peer->state_direct = (char *)module->state;
+    } else if (mca_osc_gpuic_component.direct) {
+        void *ptr = NULL;
+
+        if (peer->rkey != NULL && gpuic_rkey_ptr(peer->rkey, peer->base, &ptr) == GPUIC_OK) {
+            peer->direct = ptr;
+        }
+        if (gpuic_rkey_ptr(peer->state_rkey, peer->state_addr, &ptr) == GPUIC_OK) {
+            peer->state_direct = ptr;
+        }
     }
     return OMPI_SUCCESS;
+}
+
+/* all_direct holds when every process maps every peer's window (if not empty) and state. */
+static int ompi_osc_gpuic_decide_direct(ompi_osc_gpuic_module_t *module)
+{
+    struct ompi_communicator_t *comm = module->comm;
+    int n = ompi_comm_size(comm), i, mine = 1, all = 0, rc;
+
+    for (i = 0; i < n; ++i) {
+        const ompi_osc_gpuic_peer_t *peer = &module->peers[i];
+
+        if ((peer->size > 0 && peer->direct == NULL) || peer->state_direct == NULL) {
+            mine = 0;
+        }
+    }
+    rc = comm->c_coll->coll_allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm,
+                                      comm->c_coll->coll_allreduce_module);
+    module->all_direct = rc == OMPI_SUCCESS && all == 1;
+    return rc;
 }
 
 int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
@@ -288,14 +317,14 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
         }
     }
     if (status == GPUIC_OK) {
-        status = gpuic_mr_allocate(ctx, sizeof(ompi_osc_gpuic_state_t), &module->state_mr);
+        status = gpuic_mr_allocate(ctx, ompi_osc_gpuic_state_size(n), &module->state_mr);
     }
     if (status != GPUIC_OK) {
         rc = ompi_osc_gpuic_error(status);
         goto err_destroy;
     }
     module->state = gpuic_mr_address(module->state_mr);
-    memset(module->state, 0, sizeof(*module->state));
+    memset(module->state, 0, ompi_osc_gpuic_state_size(n));
 
     module->peers = calloc(n, sizeof(*module->peers));
     if (module->peers == NULL) {
@@ -320,6 +349,10 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     if (rc != OMPI_SUCCESS) {
         goto err_destroy;
     }
+    rc = ompi_osc_gpuic_decide_direct(module);
+    if (rc != OMPI_SUCCESS) {
+        goto err_destroy;
+    }
 
     module->id = __atomic_fetch_add(&mca_osc_gpuic_component.next_id, 1, __ATOMIC_RELAXED);
     snprintf(name, sizeof(name), "gpuic window %d", module->id);
@@ -327,8 +360,9 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     win->w_osc_module = &module->super;
     *model = MPI_WIN_UNIFIED;
     ompi_osc_gpuic_window_added(module);
-    gpuic_log(GPUIC_LOG_INFO, "rank %d: window %d created (flavor %d, %zu bytes, %d ranks)",
-              ompi_comm_rank(module->comm), module->id, flavor, size, n);
+    gpuic_log(GPUIC_LOG_INFO, "rank %d: window %d created (flavor %d, %zu bytes, %d ranks, %s)",
+              ompi_comm_rank(module->comm), module->id, flavor, size, n,
+              module->all_direct ? "all peers mapped" : "UCX atomics");
     return OMPI_SUCCESS;
 
 err_destroy:
