@@ -39,7 +39,8 @@ typedef enum ompi_osc_gpuic_epoch {
     OMPI_OSC_GPUIC_EPOCH_NONE,     /**< no access epoch: RMA calls fail with MPI_ERR_RMA_SYNC */
     OMPI_OSC_GPUIC_EPOCH_FENCE,    /**< between fences */
     OMPI_OSC_GPUIC_EPOCH_LOCK,     /**< one or more MPI_Win_lock held */
-    OMPI_OSC_GPUIC_EPOCH_LOCK_ALL  /**< MPI_Win_lock_all held */
+    OMPI_OSC_GPUIC_EPOCH_LOCK_ALL, /**< MPI_Win_lock_all held */
+    OMPI_OSC_GPUIC_EPOCH_START     /**< between MPI_Win_start and MPI_Win_complete */
 } ompi_osc_gpuic_epoch_t;
 
 /**
@@ -119,6 +120,15 @@ typedef struct ompi_osc_gpuic_module {
     ompi_osc_gpuic_epoch_t     epoch;
     int                        locks_held; /**< per-target locks held (EPOCH_LOCK) */
     uint64_t                   ops_since_fence; /**< RMA calls issued in this fence epoch */
+
+    /* post/start/complete/wait */
+    int                        *start_ranks;    /**< access group of MPI_Win_start (comm ranks) */
+    int                        start_n;
+    uint8_t                    *start_member;   /**< per rank: 1 when in the access group */
+    int                        *post_ranks;     /**< exposure group of MPI_Win_post */
+    int                        post_n;          /**< -1: no exposure epoch */
+    uint64_t                   *posts_seen;     /**< per rank: posts from it consumed by start */
+    uint64_t                   *completes_seen; /**< per rank: completes consumed by wait */
 
     struct ompi_osc_gpuic_module *next, *prev; /**< the component's list of live windows */
 } ompi_osc_gpuic_module_t;

@@ -1,10 +1,19 @@
 /*
- * Active-target synchronization: fence, and (not yet) post/start/complete/wait/test.
+ * Active-target synchronization: fence, and post/start/complete/wait/test.
+ *
+ * General active target uses two counters per pair of processes in each state block:
+ * MPI_Win_post adds one to the counter each origin keeps for this target, MPI_Win_start waits
+ * for it; MPI_Win_complete flushes, then adds one to the counter each target keeps for this
+ * origin, and MPI_Win_wait waits for those.  Counting per peer (not per epoch) keeps a post for
+ * a later epoch from being taken for a different group's start.
  */
 #include "ompi_config.h"
 
+#include <stdlib.h>
+
 #include "mpi.h"
 #include "opal/sys/atomic.h"
+#include "ompi/group/group.h"
 #include "ompi/mca/coll/coll.h"
 
 #include "osc_gpuic.h"
@@ -17,9 +26,10 @@ int ompi_osc_gpuic_fence(int mpi_assert, struct ompi_win_t *win)
 
     opal_mutex_lock(&module->lock);
     if (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK ||
-        module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL) {
+        module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL ||
+        module->epoch == OMPI_OSC_GPUIC_EPOCH_START || module->post_n >= 0) {
         opal_mutex_unlock(&module->lock);
-        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_fence inside a passive-target epoch");
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_fence inside another epoch");
         return MPI_ERR_RMA_SYNC;
     }
     /* Complete our operations at their targets, then wait until every process has done the
@@ -39,27 +49,198 @@ int ompi_osc_gpuic_fence(int mpi_assert, struct ompi_win_t *win)
     return rc;
 }
 
+/* Translates a group to ranks of the window's communicator; MPI_ERR_GROUP if one is not in it. */
+static int ompi_osc_gpuic_group_ranks(ompi_osc_gpuic_module_t *module, struct ompi_group_t *group,
+                                      int **ranks_p, int *n_p)
+{
+    int n = ompi_group_size(group), i, rc;
+    int *in = calloc(n > 0 ? n : 1, sizeof(int)), *out = calloc(n > 0 ? n : 1, sizeof(int));
+
+    if (in == NULL || out == NULL) {
+        free(in);
+        free(out);
+        return MPI_ERR_NO_MEM;
+    }
+    for (i = 0; i < n; ++i) {
+        in[i] = i;
+    }
+    rc = ompi_group_translate_ranks(group, n, in, module->comm->c_local_group, out);
+    free(in);
+    for (i = 0; rc == OMPI_SUCCESS && i < n; ++i) {
+        if (out[i] == MPI_UNDEFINED) {
+            rc = MPI_ERR_GROUP;
+        }
+    }
+    if (rc != OMPI_SUCCESS) {
+        free(out);
+        return rc == MPI_ERR_GROUP ? rc : MPI_ERR_GROUP;
+    }
+    *ranks_p = out;
+    *n_p = n;
+    return OMPI_SUCCESS;
+}
+
+/* Waits until the counter at @p offset of our state block exceeds *seen, then consumes one. */
+static void ompi_osc_gpuic_wait_counter(ompi_osc_gpuic_module_t *module, size_t offset,
+                                        uint64_t *seen)
+{
+    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    unsigned spins = 0;
+
+    while (ompi_osc_gpuic_state_read_local(module, offset) <= *seen) {
+        /* Peers' UCX atomics may need our progress (software-emulated atomics). */
+        if (gpuic_context_progress(ctx) == 0) {
+            gpuic_context_wait_idle(ctx, ++spins);
+        }
+    }
+    (*seen)++;
+}
+
 int ompi_osc_gpuic_start(struct ompi_group_t *group, int mpi_assert, struct ompi_win_t *win)
 {
-    return MPI_ERR_UNSUPPORTED_OPERATION;
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
+    int *ranks, n, i, rc;
+
+    opal_mutex_lock(&module->lock);
+    if (!(module->epoch == OMPI_OSC_GPUIC_EPOCH_NONE ||
+          (module->epoch == OMPI_OSC_GPUIC_EPOCH_FENCE && module->ops_since_fence == 0))) {
+        opal_mutex_unlock(&module->lock);
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_start in a conflicting epoch");
+        return MPI_ERR_RMA_SYNC;
+    }
+    rc = ompi_osc_gpuic_group_ranks(module, group, &ranks, &n);
+    if (rc != OMPI_SUCCESS) {
+        opal_mutex_unlock(&module->lock);
+        return rc;
+    }
+    /* Each target's MPI_Win_post adds one to our counter for it; NOCHECK says it has. */
+    for (i = 0; i < n; ++i) {
+        if (!(mpi_assert & MPI_MODE_NOCHECK)) {
+            ompi_osc_gpuic_wait_counter(module, ompi_osc_gpuic_state_post_offset(ranks[i]),
+                                        &module->posts_seen[ranks[i]]);
+        }
+        module->start_member[ranks[i]] = 1;
+    }
+    module->start_ranks = ranks;
+    module->start_n = n;
+    module->epoch = OMPI_OSC_GPUIC_EPOCH_START;
+    opal_mutex_unlock(&module->lock);
+    return OMPI_SUCCESS;
 }
 
 int ompi_osc_gpuic_complete(struct ompi_win_t *win)
 {
-    return MPI_ERR_UNSUPPORTED_OPERATION;
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
+    int me = ompi_comm_rank(module->comm), i, rc, rc_i;
+
+    opal_mutex_lock(&module->lock);
+    if (module->epoch != OMPI_OSC_GPUIC_EPOCH_START) {
+        opal_mutex_unlock(&module->lock);
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_complete without MPI_Win_start");
+        return MPI_ERR_RMA_SYNC;
+    }
+    /* Our operations land before the targets learn that we are done. */
+    rc = ompi_osc_gpuic_error(gpuic_context_flush(mca_osc_gpuic_component.ctx));
+    opal_atomic_mb();
+    for (i = 0; i < module->start_n; ++i) {
+        rc_i = ompi_osc_gpuic_state_add(module, module->start_ranks[i],
+                                        ompi_osc_gpuic_state_complete_offset(me), 1);
+        rc = rc == OMPI_SUCCESS ? rc_i : rc;
+        module->start_member[module->start_ranks[i]] = 0;
+    }
+    free(module->start_ranks);
+    module->start_ranks = NULL;
+    module->start_n = 0;
+    module->epoch = OMPI_OSC_GPUIC_EPOCH_NONE;
+    opal_mutex_unlock(&module->lock);
+    return rc;
 }
 
 int ompi_osc_gpuic_post(struct ompi_group_t *group, int mpi_assert, struct ompi_win_t *win)
 {
-    return MPI_ERR_UNSUPPORTED_OPERATION;
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
+    int me = ompi_comm_rank(module->comm), *ranks, n, i, rc, rc_i = OMPI_SUCCESS;
+
+    opal_mutex_lock(&module->lock);
+    if (module->post_n >= 0) {
+        opal_mutex_unlock(&module->lock);
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_post inside an exposure epoch");
+        return MPI_ERR_RMA_SYNC;
+    }
+    rc = ompi_osc_gpuic_group_ranks(module, group, &ranks, &n);
+    if (rc != OMPI_SUCCESS) {
+        opal_mutex_unlock(&module->lock);
+        return rc;
+    }
+    /* Local stores to the window before the post are visible to the origins' accesses. */
+    opal_atomic_mb();
+    for (i = 0; i < n && !(mpi_assert & MPI_MODE_NOCHECK); ++i) {
+        rc_i = ompi_osc_gpuic_state_add(module, ranks[i], ompi_osc_gpuic_state_post_offset(me),
+                                        1);
+        rc = rc == OMPI_SUCCESS ? rc_i : rc;
+    }
+    module->post_ranks = ranks;
+    module->post_n = n;
+    opal_mutex_unlock(&module->lock);
+    return rc;
+}
+
+/* Consumes one complete from every origin of the exposure group if all have arrived (or,
+ * when @p block, once they have). */
+static int ompi_osc_gpuic_exposure_end(ompi_osc_gpuic_module_t *module, bool block, int *flag)
+{
+    int i;
+
+    if (module->post_n < 0) {
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_wait/test without MPI_Win_post");
+        return MPI_ERR_RMA_SYNC;
+    }
+    if (!block) {
+        gpuic_context_progress(mca_osc_gpuic_component.ctx);
+        for (i = 0; i < module->post_n; ++i) {
+            int o = module->post_ranks[i];
+
+            if (ompi_osc_gpuic_state_read_local(module,
+                                                ompi_osc_gpuic_state_complete_offset(o)) <=
+                module->completes_seen[o]) {
+                *flag = 0;
+                return OMPI_SUCCESS;
+            }
+        }
+    }
+    for (i = 0; i < module->post_n; ++i) {
+        int o = module->post_ranks[i];
+
+        ompi_osc_gpuic_wait_counter(module, ompi_osc_gpuic_state_complete_offset(o),
+                                    &module->completes_seen[o]);
+    }
+    free(module->post_ranks);
+    module->post_ranks = NULL;
+    module->post_n = -1;
+    /* The origins' data is in the window: order our later loads after their arrival. */
+    opal_atomic_mb();
+    *flag = 1;
+    return OMPI_SUCCESS;
 }
 
 int ompi_osc_gpuic_wait(struct ompi_win_t *win)
 {
-    return MPI_ERR_UNSUPPORTED_OPERATION;
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
+    int flag, rc;
+
+    opal_mutex_lock(&module->lock);
+    rc = ompi_osc_gpuic_exposure_end(module, true, &flag);
+    opal_mutex_unlock(&module->lock);
+    return rc;
 }
 
 int ompi_osc_gpuic_test(struct ompi_win_t *win, int *flag)
 {
-    return MPI_ERR_UNSUPPORTED_OPERATION;
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
+    int rc;
+
+    opal_mutex_lock(&module->lock);
+    rc = ompi_osc_gpuic_exposure_end(module, false, flag);
+    opal_mutex_unlock(&module->lock);
+    return rc;
 }

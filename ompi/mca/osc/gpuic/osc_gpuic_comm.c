@@ -24,6 +24,11 @@ int ompi_osc_gpuic_check_access(ompi_osc_gpuic_module_t *module, int target)
             return OMPI_SUCCESS;
         }
         break;
+    case OMPI_OSC_GPUIC_EPOCH_START:
+        if (module->start_member[target]) {
+            return OMPI_SUCCESS;
+        }
+        break;
     case OMPI_OSC_GPUIC_EPOCH_NONE:
         break;
     }

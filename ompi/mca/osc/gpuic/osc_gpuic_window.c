@@ -90,6 +90,11 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
         }
         free(module->peers);
     }
+    free(module->start_ranks);
+    free(module->start_member);
+    free(module->post_ranks);
+    free(module->posts_seen);
+    free(module->completes_seen);
     gpuic_mr_deregister(module->state_mr);
     gpuic_mr_deregister(module->mr);
     if (module->comm != NULL) {
@@ -327,7 +332,12 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     memset(module->state, 0, ompi_osc_gpuic_state_size(n));
 
     module->peers = calloc(n, sizeof(*module->peers));
-    if (module->peers == NULL) {
+    module->start_member = calloc(n, 1);
+    module->posts_seen = calloc(n, sizeof(uint64_t));
+    module->completes_seen = calloc(n, sizeof(uint64_t));
+    module->post_n = -1;
+    if (module->peers == NULL || module->start_member == NULL || module->posts_seen == NULL ||
+        module->completes_seen == NULL) {
         rc = MPI_ERR_NO_MEM;
         goto err_destroy;
     }
@@ -380,8 +390,9 @@ int ompi_osc_gpuic_free(struct ompi_win_t *win)
     int rc;
 
     if (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK ||
-        module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL) {
-        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_free with a passive-target epoch open");
+        module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL ||
+        module->epoch == OMPI_OSC_GPUIC_EPOCH_START || module->post_n >= 0) {
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_free with an epoch open");
         return MPI_ERR_RMA_SYNC;
     }
     /* Our own operations are complete after the last synchronization; the barrier keeps our
