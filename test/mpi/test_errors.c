@@ -3,9 +3,12 @@
  * window usable:
  *   MPI_ERR_RMA_SYNC   put/get outside an epoch, flush/unlock/unlock_all without a lock,
  *                      lock on a no_locks window, fence inside lock_all, rput under fence
- *   MPI_ERR_RMA_RANGE  an access past the end of the target window (and at a negative offset)
+ *   MPI_ERR_RMA_RANGE  an access past the end of the target window, or to memory not attached
+ *                      to a dynamic window (before attach, past a region, after detach)
+ *   MPI_ERR_DISP       a negative displacement (checked by Open MPI itself)
  *   MPI_ERR_RANK       flush to a rank outside the group
- *   MPI_ERR_UNSUPPORTED_OPERATION  calls gpuic does not implement yet
+ *   MPI_ERR_RMA_FLAVOR attach, detach and shared_query on the wrong flavor
+ *   MPI_ERR_RMA_ATTACH overlapping attach; MPI_ERR_ARG detach of memory not attached
  */
 #include <stdlib.h>
 
@@ -129,22 +132,60 @@ int main(int argc, char **argv)
     CHECK(base[1] == 1000);
     MPI_Win_free(&nolock_win);
 
-    /* flavors not implemented yet fail cleanly at creation */
+    /* flavor-specific calls on the wrong flavor */
     {
-        void *sbase = NULL;
-        MPI_Win w = MPI_WIN_NULL;
-        int rc = MPI_Win_allocate_shared(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &sbase, &w);
-        int cls = MPI_SUCCESS;
-        if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
-        CHECK(cls == MPI_ERR_UNSUPPORTED_OPERATION);
-        if (cls != MPI_ERR_UNSUPPORTED_OPERATION) fprintf(stderr, "allocate_shared: class %d\n", cls);
-        if (rc == MPI_SUCCESS) MPI_Win_free(&w);
-        /* Open MPI 4.1's MPI_Win_create_dynamic reports any failure as MPI_ERR_WIN */
-        rc = MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &w);
-        cls = MPI_SUCCESS;
-        if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
-        CHECK(cls == MPI_ERR_UNSUPPORTED_OPERATION || cls == MPI_ERR_WIN);
-        if (rc == MPI_SUCCESS) MPI_Win_free(&w);
+        MPI_Aint qsize;
+        int qdisp;
+        void *qbase;
+        CHECK_CLASS(MPI_Win_attach(win, buf, sizeof(buf)), MPI_ERR_RMA_FLAVOR);
+        CHECK_CLASS(MPI_Win_detach(win, buf), MPI_ERR_RMA_FLAVOR);
+        CHECK_CLASS(MPI_Win_shared_query(win, 0, &qsize, &qdisp, &qbase), MPI_ERR_RMA_FLAVOR);
+    }
+
+    /* dynamic windows: overlapping attach, detach of what is not attached, access to memory
+     * that is not attached (nothing written), access after detach */
+    {
+        MPI_Win dwin;
+        int *mem = malloc(64 * sizeof(int)), *other = malloc(16 * sizeof(int));
+        MPI_Aint addrs[2], *all = malloc(2 * n * sizeof(MPI_Aint));
+        for (i = 0; i < 64; ++i) mem[i] = -3;
+        for (i = 0; i < 16; ++i) other[i] = -4;
+        MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &dwin);
+        MPI_Win_set_errhandler(dwin, MPI_ERRORS_RETURN);
+        CHECK(MPI_Win_attach(dwin, mem, 32 * sizeof(int)) == MPI_SUCCESS);
+        CHECK_CLASS(MPI_Win_attach(dwin, mem + 16, 32 * sizeof(int)), MPI_ERR_RMA_ATTACH);
+        CHECK_CLASS(MPI_Win_detach(dwin, mem + 1), MPI_ERR_ARG);
+        MPI_Get_address(mem, &addrs[0]);
+        MPI_Get_address(other, &addrs[1]);
+        MPI_Allgather(addrs, 2, MPI_AINT, all, 2, MPI_AINT, MPI_COMM_WORLD);
+        MPI_Win_lock_all(0, dwin);
+        MPI_Aint pmem = all[2 * peer], pother = all[2 * peer + 1];
+        /* straddles the end of the attached 32 ints */
+        CHECK_CLASS(MPI_Put(buf, 2, MPI_INT, peer, MPI_Aint_add(pmem, 31 * sizeof(int)), 2,
+                            MPI_INT, dwin), MPI_ERR_RMA_RANGE);
+        /* memory never attached */
+        CHECK_CLASS(MPI_Put(buf, 1, MPI_INT, peer, pother, 1, MPI_INT, dwin), MPI_ERR_RMA_RANGE);
+        CHECK_CLASS(MPI_Accumulate(buf, 1, MPI_INT, peer, pother, 1, MPI_INT, MPI_SUM, dwin),
+                    MPI_ERR_RMA_RANGE);
+        CHECK(MPI_Put(buf, 1, MPI_INT, peer, MPI_Aint_add(pmem, 31 * sizeof(int)), 1, MPI_INT,
+                      dwin) == MPI_SUCCESS);
+        MPI_Win_flush(peer, dwin);
+        MPI_Win_unlock_all(dwin);
+        MPI_Barrier(MPI_COMM_WORLD);
+        CHECK(mem[31] == 1000 && mem[32] == -3);
+        for (i = 0; i < 16; ++i) CHECK(other[i] == -4);
+        /* detach, then an access to the detached memory fails and writes nothing */
+        CHECK(MPI_Win_detach(dwin, mem) == MPI_SUCCESS);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Win_lock_all(0, dwin);
+        CHECK_CLASS(MPI_Put(buf, 1, MPI_INT, peer, pmem, 1, MPI_INT, dwin), MPI_ERR_RMA_RANGE);
+        MPI_Win_unlock_all(dwin);
+        MPI_Barrier(MPI_COMM_WORLD);
+        CHECK(mem[0] == -3);
+        MPI_Win_free(&dwin);
+        free(all);
+        free(mem);
+        free(other);
     }
 
     MPI_Win_free(&win);

@@ -80,19 +80,36 @@ static inline size_t ompi_osc_gpuic_state_complete_offset(int rank)
     return ompi_osc_gpuic_state_post_offset(rank) + sizeof(uint64_t);
 }
 
+/** A contiguous piece of a peer's window memory, as this process reaches it. */
+typedef struct ompi_osc_gpuic_region {
+    uint64_t     base;   /**< address of the region's first byte at the peer */
+    uint64_t     size;   /**< bytes */
+    gpuic_rkey_t *rkey;  /**< key for UCX access; NULL when size is 0 */
+    void         *direct; /**< local mapping of the region (loads and stores), or NULL */
+} ompi_osc_gpuic_region_t;
+
 /** What this process knows of one peer's window. */
 typedef struct ompi_osc_gpuic_peer {
     gpuic_ep_t   *ep;          /**< the component's endpoint to the peer (not owned) */
-    gpuic_rkey_t *rkey;        /**< key of the peer's window memory; NULL when size is 0 */
+    /** The peer's window memory; for dynamic windows, the peer's region table. */
+    ompi_osc_gpuic_region_t win;
     gpuic_rkey_t *state_rkey;  /**< key of the peer's state block */
-    uint64_t     base;         /**< the peer's window base address */
-    uint64_t     size;         /**< the peer's window size in bytes */
     uint64_t     state_addr;   /**< address of the peer's state block */
-    int          disp_unit;    /**< the peer's displacement unit */
-    void         *direct;      /**< local mapping of the peer's window, or NULL */
     char         *state_direct; /**< local mapping of the peer's state block, or NULL */
+    int          disp_unit;    /**< the peer's displacement unit */
     int          lock_type;    /**< MPI_LOCK_* held on the peer; negated under NOCHECK; 0: none */
+    /* dynamic windows: the peer's attached regions as last read from its table */
+    ompi_osc_gpuic_region_t *dyn;
+    int          ndyn;
+    uint64_t     dyn_seq;      /**< table sequence number dyn was read at (0: never) */
 } ompi_osc_gpuic_peer_t;
+
+/** A region this process attached to its dynamic window. */
+typedef struct ompi_osc_gpuic_attached {
+    void       *base;
+    size_t     size;
+    gpuic_mr_t *mr;   /**< NULL for size 0 */
+} ompi_osc_gpuic_attached_t;
 
 /** A window served by gpuic. */
 typedef struct ompi_osc_gpuic_module {
@@ -130,6 +147,16 @@ typedef struct ompi_osc_gpuic_module {
     uint64_t                   *posts_seen;     /**< per rank: posts from it consumed by start */
     uint64_t                   *completes_seen; /**< per rank: completes consumed by wait */
 
+    /* shared windows (MPI_Win_allocate_shared) */
+    char                       *shm_seg;  /**< the whole segment, mapped here */
+    size_t                     shm_len;
+    uint64_t                   *shm_off;  /**< per rank: offset of its part in the segment */
+
+    /* dynamic windows (MPI_Win_create_dynamic): what this process attached */
+    ompi_osc_gpuic_attached_t  *attached;
+    int                        nattached;
+    int                        max_attached;
+
     struct ompi_osc_gpuic_module *next, *prev; /**< the component's list of live windows */
 } ompi_osc_gpuic_module_t;
 
@@ -141,6 +168,7 @@ typedef struct ompi_osc_gpuic_component {
     int  priority;
     int  verbose;
     bool direct;            /**< use direct load/store mappings to same-node peers */
+    int  max_attach;        /**< regions a dynamic window can have attached at once */
 
     /* Runtime state */
     bool              thread_multiple;
@@ -199,11 +227,12 @@ int ompi_osc_gpuic_win_shared_query(struct ompi_win_t *win, int rank, size_t *si
 void ompi_osc_gpuic_dt_bounds(const struct ompi_datatype_t *dt, int count, ptrdiff_t *lo_p,
                               ptrdiff_t *hi_p);
 /**
- * MPI_ERR_RMA_RANGE unless (disp, count, dt) lies inside @p target's window; on success
- * *raddr_p is the target address of displacement @p disp.
+ * MPI_ERR_RMA_RANGE unless (disp, count, dt) lies inside one region of @p target's window; on
+ * success *raddr_p is the target address of displacement @p disp and *region_p the region.
  */
 int ompi_osc_gpuic_check_range(ompi_osc_gpuic_module_t *module, int target, ptrdiff_t disp,
-                               int count, struct ompi_datatype_t *dt, uint64_t *raddr_p);
+                               int count, struct ompi_datatype_t *dt, uint64_t *raddr_p,
+                               ompi_osc_gpuic_region_t **region_p);
 /** Called by dt_walk for each pair of blocks of equal length; returns an MPI error code. */
 typedef int (*ompi_osc_gpuic_walk_fn_t)(char *a, char *b, size_t len, void *arg);
 /**
@@ -242,9 +271,34 @@ int ompi_osc_gpuic_check_passive(ompi_osc_gpuic_module_t *module);
  * Moves data between local (buf, bcount, bdt) and the target layout (raddr, tcount, tdt): a put
  * when @p is_put, else a get.  Completes at the next flush (at once through a mapping).
  */
-int ompi_osc_gpuic_rma_layout(ompi_osc_gpuic_module_t *module, int target, bool is_put,
-                              void *buf, int bcount, struct ompi_datatype_t *bdt,
-                              uint64_t raddr, int tcount, struct ompi_datatype_t *tdt);
+int ompi_osc_gpuic_rma_layout(ompi_osc_gpuic_module_t *module, int target,
+                              ompi_osc_gpuic_region_t *region, bool is_put, void *buf,
+                              int bcount, struct ompi_datatype_t *bdt, uint64_t raddr,
+                              int tcount, struct ompi_datatype_t *tdt);
+
+/* Shared windows (osc_gpuic_shared.c) */
+/**
+ * Creates and maps the window's shared segment (collective); sets module->base to this
+ * process's part.  MPI_ERR_RMA_SHARED when the processes are not all on this node.
+ */
+int ompi_osc_gpuic_shared_allocate(ompi_osc_gpuic_module_t *module, struct opal_info_t *info,
+                                   size_t size);
+/** Unmaps the shared segment. */
+void ompi_osc_gpuic_shared_release(ompi_osc_gpuic_module_t *module);
+
+/* Dynamic windows (osc_gpuic_dynamic.c) */
+/** Allocates and registers the window's region table (module->base/size describe it). */
+int ompi_osc_gpuic_dynamic_setup(ompi_osc_gpuic_module_t *module, gpuic_context_t *ctx);
+/** Size of the region table a dynamic window publishes. */
+size_t ompi_osc_gpuic_dynamic_table_size(int max_attached);
+/**
+ * Finds the region of @p target's dynamic window holding [lo, hi), rereading the target's table
+ * when it changed.  MPI_ERR_RMA_RANGE when no attached region holds the whole range.
+ */
+int ompi_osc_gpuic_dynamic_resolve(ompi_osc_gpuic_module_t *module, int target, uint64_t lo,
+                                   uint64_t hi, ompi_osc_gpuic_region_t **region_p);
+/** Releases the cached regions of every peer and every region still attached. */
+void ompi_osc_gpuic_dynamic_cleanup(ompi_osc_gpuic_module_t *module);
 
 /* Accumulate family (osc_gpuic_accumulate.c) */
 int ompi_osc_gpuic_accumulate(const void *origin_addr, int origin_count,

@@ -33,6 +33,7 @@
 typedef struct ompi_osc_gpuic_acc {
     ompi_osc_gpuic_module_t *module;
     int                     target;
+    ompi_osc_gpuic_region_t *region;
     struct ompi_op_t        *op;
     struct ompi_datatype_t  *prim;  /* the predefined element type */
     size_t                  esize;  /* its size */
@@ -145,8 +146,8 @@ static int ompi_osc_gpuic_acc_locked(ompi_osc_gpuic_acc_t *acc, size_t bytes, ui
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    rc = ompi_osc_gpuic_rma_layout(acc->module, acc->target, false, acc->old, acc->nelem,
-                                   acc->prim, raddr, tcount, tdt);
+    rc = ompi_osc_gpuic_rma_layout(acc->module, acc->target, acc->region, false, acc->old,
+                                   acc->nelem, acc->prim, raddr, tcount, tdt);
     if (rc == OMPI_SUCCESS) {
         rc = ompi_osc_gpuic_error(gpuic_ep_flush(peer->ep));
     }
@@ -157,8 +158,8 @@ static int ompi_osc_gpuic_acc_locked(ompi_osc_gpuic_acc_t *acc, size_t bytes, ui
         } else {
             memcpy(next, acc->old, bytes);
             ompi_osc_gpuic_acc_combine(acc, acc->obuf, next, acc->nelem);
-            rc = ompi_osc_gpuic_rma_layout(acc->module, acc->target, true, next, acc->nelem,
-                                           acc->prim, raddr, tcount, tdt);
+            rc = ompi_osc_gpuic_rma_layout(acc->module, acc->target, acc->region, true, next,
+                                           acc->nelem, acc->prim, raddr, tcount, tdt);
             if (rc == OMPI_SUCCESS) {
                 rc = ompi_osc_gpuic_error(gpuic_ep_flush(peer->ep));
             }
@@ -180,8 +181,7 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
                                   ptrdiff_t tdisp, int tcount, struct ompi_datatype_t *tdt,
                                   struct ompi_op_t *op)
 {
-    ompi_osc_gpuic_acc_t acc = {module, target, op, NULL, 0, 0, NULL, NULL};
-    ompi_osc_gpuic_peer_t *peer = &module->peers[target];
+    ompi_osc_gpuic_acc_t acc = {module, target, NULL, op, NULL, 0, 0, NULL, NULL};
     size_t tsize, osize, rsize, nbytes, bytes;
     ptrdiff_t lb, extent;
     uint32_t prim_count;
@@ -212,7 +212,7 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
     if (nbytes == 0) {
         return OMPI_SUCCESS;
     }
-    rc = ompi_osc_gpuic_check_range(module, target, tdisp, tcount, tdt, &raddr);
+    rc = ompi_osc_gpuic_check_range(module, target, tdisp, tcount, tdt, &raddr, &acc.region);
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
@@ -240,7 +240,8 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
     if (module->all_direct && (size_t)extent == acc.esize &&
         (acc.esize == 1 || acc.esize == 2 || acc.esize == 4 || acc.esize == 8)) {
         rc = ompi_osc_gpuic_dt_walk(acc.old, acc.nelem, acc.prim,
-                                    (char *)peer->direct + (raddr - peer->base), tcount, tdt,
+                                    (char *)acc.region->direct + (raddr - acc.region->base),
+                                    tcount, tdt,
                                     ompi_osc_gpuic_acc_direct_block, &acc);
     } else {
         rc = ompi_osc_gpuic_acc_locked(&acc, bytes, raddr, tcount, tdt);
@@ -324,6 +325,7 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
 {
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
+    ompi_osc_gpuic_region_t *region;
     size_t esize;
     uint64_t raddr;
     char *t;
@@ -334,13 +336,13 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
         return rc;
     }
     module->ops_since_fence++;
-    rc = ompi_osc_gpuic_check_range(module, target, target_disp, 1, dt, &raddr);
+    rc = ompi_osc_gpuic_check_range(module, target, target_disp, 1, dt, &raddr, &region);
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
     ompi_datatype_type_size(dt, &esize);
     if (module->all_direct) {
-        t = (char *)peer->direct + (raddr - peer->base);
+        t = (char *)region->direct + (raddr - region->base);
         if (ompi_osc_gpuic_acc_atomic_class(esize, t)) {
             ompi_osc_gpuic_cas_atomic(t, origin_addr, compare_addr, result_addr, esize);
             return OMPI_SUCCESS;
@@ -351,13 +353,14 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    rc = ompi_osc_gpuic_rma_layout(module, target, false, result_addr, 1, dt, raddr, 1, dt);
+    rc = ompi_osc_gpuic_rma_layout(module, target, region, false, result_addr, 1, dt, raddr, 1,
+                                   dt);
     if (rc == OMPI_SUCCESS) {
         rc = ompi_osc_gpuic_error(gpuic_ep_flush(peer->ep));
     }
     if (rc == OMPI_SUCCESS && memcmp(result_addr, compare_addr, esize) == 0) {
-        rc = ompi_osc_gpuic_rma_layout(module, target, true, (void *)origin_addr, 1, dt, raddr,
-                                       1, dt);
+        rc = ompi_osc_gpuic_rma_layout(module, target, region, true, (void *)origin_addr, 1, dt,
+                                       raddr, 1, dt);
         if (rc == OMPI_SUCCESS) {
             rc = ompi_osc_gpuic_error(gpuic_ep_flush(peer->ep));
         }

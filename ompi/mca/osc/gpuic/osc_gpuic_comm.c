@@ -38,11 +38,11 @@ int ompi_osc_gpuic_check_access(ompi_osc_gpuic_module_t *module, int target)
 }
 
 /* One contiguous piece: through the mapping when there is one, else through UCX. */
-static gpuic_status_t ompi_osc_gpuic_xfer(ompi_osc_gpuic_peer_t *peer, bool is_put, char *local,
-                                          size_t len, uint64_t raddr)
+static gpuic_status_t ompi_osc_gpuic_xfer(gpuic_ep_t *ep, ompi_osc_gpuic_region_t *region,
+                                          bool is_put, char *local, size_t len, uint64_t raddr)
 {
-    if (peer->direct != NULL) {
-        char *remote = (char *)peer->direct + (raddr - peer->base);
+    if (region->direct != NULL) {
+        char *remote = (char *)region->direct + (raddr - region->base);
 
         if (is_put) {
             memcpy(remote, local, len);
@@ -51,23 +51,23 @@ static gpuic_status_t ompi_osc_gpuic_xfer(ompi_osc_gpuic_peer_t *peer, bool is_p
         }
         return GPUIC_OK;
     }
-    return is_put ? gpuic_rma_put(peer->ep, local, len, raddr, peer->rkey)
-                  : gpuic_rma_get(peer->ep, local, len, raddr, peer->rkey);
+    return is_put ? gpuic_rma_put(ep, local, len, raddr, region->rkey)
+                  : gpuic_rma_get(ep, local, len, raddr, region->rkey);
 }
 
 typedef struct ompi_osc_gpuic_xfer_arg {
-    ompi_osc_gpuic_peer_t *peer;
-    bool                  is_put;
+    gpuic_ep_t              *ep;
+    ompi_osc_gpuic_region_t *region;
+    bool                    is_put;
 } ompi_osc_gpuic_xfer_arg_t;
 
 /* dt_walk callback: a is the origin block, b the target block (a remote address). */
 static int ompi_osc_gpuic_xfer_block(char *a, char *b, size_t len, void *arg)
 {
     ompi_osc_gpuic_xfer_arg_t *x = arg;
-    gpuic_status_t status = ompi_osc_gpuic_xfer(x->peer, x->is_put, a, len,
-                                                (uint64_t)(uintptr_t)b);
 
-    return ompi_osc_gpuic_error(status);
+    return ompi_osc_gpuic_error(ompi_osc_gpuic_xfer(x->ep, x->region, x->is_put, a, len,
+                                                    (uint64_t)(uintptr_t)b));
 }
 
 /* Common body of put and get (and of their request-based forms). */
@@ -75,8 +75,7 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
                               int ocount, struct ompi_datatype_t *odt, int target,
                               ptrdiff_t tdisp, int tcount, struct ompi_datatype_t *tdt)
 {
-    ompi_osc_gpuic_peer_t *peer = &module->peers[target];
-    ompi_osc_gpuic_xfer_arg_t x = {peer, is_put};
+    ompi_osc_gpuic_xfer_arg_t x = {module->peers[target].ep, NULL, is_put};
     ptrdiff_t olo, ohi;
     size_t osize, tsize;
     uint64_t raddr;
@@ -97,7 +96,7 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
     if (tsize * (size_t)tcount == 0) {
         return OMPI_SUCCESS;
     }
-    rc = ompi_osc_gpuic_check_range(module, target, tdisp, tcount, tdt, &raddr);
+    rc = ompi_osc_gpuic_check_range(module, target, tdisp, tcount, tdt, &raddr, &x.region);
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
@@ -107,7 +106,8 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
 
         ompi_osc_gpuic_dt_bounds(odt, ocount, &olo, &ohi);
         ompi_osc_gpuic_dt_bounds(tdt, tcount, &tlo, &thi);
-        rc = ompi_osc_gpuic_error(ompi_osc_gpuic_xfer(peer, is_put, (char *)origin + olo,
+        rc = ompi_osc_gpuic_error(ompi_osc_gpuic_xfer(x.ep, x.region, is_put,
+                                                      (char *)origin + olo,
                                                       tsize * (size_t)tcount, raddr + tlo));
     } else {
         rc = ompi_osc_gpuic_dt_walk(origin, ocount, odt, (void *)(uintptr_t)raddr, tcount, tdt,
@@ -119,11 +119,12 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
     return rc;
 }
 
-int ompi_osc_gpuic_rma_layout(ompi_osc_gpuic_module_t *module, int target, bool is_put,
-                              void *buf, int bcount, struct ompi_datatype_t *bdt,
-                              uint64_t raddr, int tcount, struct ompi_datatype_t *tdt)
+int ompi_osc_gpuic_rma_layout(ompi_osc_gpuic_module_t *module, int target,
+                              ompi_osc_gpuic_region_t *region, bool is_put, void *buf,
+                              int bcount, struct ompi_datatype_t *bdt, uint64_t raddr,
+                              int tcount, struct ompi_datatype_t *tdt)
 {
-    ompi_osc_gpuic_xfer_arg_t x = {&module->peers[target], is_put};
+    ompi_osc_gpuic_xfer_arg_t x = {module->peers[target].ep, region, is_put};
 
     return ompi_osc_gpuic_dt_walk(buf, bcount, bdt, (void *)(uintptr_t)raddr, tcount, tdt,
                                   ompi_osc_gpuic_xfer_block, &x);

@@ -46,6 +46,7 @@ ompi_osc_gpuic_component_t mca_osc_gpuic_component = {
     .priority = 5,
     .verbose = 1,
     .direct = true,
+    .max_attach = 64,
 };
 
 static int ompi_osc_gpuic_component_register(void)
@@ -70,6 +71,12 @@ static int ompi_osc_gpuic_component_register(void)
         "loads and stores instead of UCX calls",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.direct);
+    (void)mca_base_component_var_register(
+        c, "max_attach",
+        "Regions a dynamic window can have attached at once (MPI_Win_attach beyond it fails "
+        "with MPI_ERR_RMA_ATTACH)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_gpuic_component.max_attach);
     return OMPI_SUCCESS;
 }
 

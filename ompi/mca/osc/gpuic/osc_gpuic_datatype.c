@@ -27,19 +27,28 @@ void ompi_osc_gpuic_dt_bounds(const struct ompi_datatype_t *dt, int count, ptrdi
 }
 
 int ompi_osc_gpuic_check_range(ompi_osc_gpuic_module_t *module, int target, ptrdiff_t disp,
-                               int count, struct ompi_datatype_t *dt, uint64_t *raddr_p)
+                               int count, struct ompi_datatype_t *dt, uint64_t *raddr_p,
+                               ompi_osc_gpuic_region_t **region_p)
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
-    ptrdiff_t lo, hi, offset = disp * (ptrdiff_t)peer->disp_unit;
+    ptrdiff_t lo, hi, offset;
 
     ompi_osc_gpuic_dt_bounds(dt, count, &lo, &hi);
-    if (disp < 0 || offset + lo < 0 || (uint64_t)(offset + hi) > peer->size) {
+    if (module->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        /* Displacements are absolute addresses (MPI_Get_address at the target). */
+        *raddr_p = (uint64_t)disp;
+        return ompi_osc_gpuic_dynamic_resolve(module, target, (uint64_t)(disp + lo),
+                                              (uint64_t)(disp + hi), region_p);
+    }
+    offset = disp * (ptrdiff_t)peer->disp_unit;
+    if (disp < 0 || offset + lo < 0 || (uint64_t)(offset + hi) > peer->win.size) {
         gpuic_log(GPUIC_LOG_DEBUG, "rank %d: access [%td, %td) outside target %d's window of "
                   "%" PRIu64 " bytes", ompi_osc_gpuic_rank(module), offset + lo, offset + hi,
-                  target, peer->size);
+                  target, peer->win.size);
         return MPI_ERR_RMA_RANGE;
     }
-    *raddr_p = peer->base + (uint64_t)offset;
+    *raddr_p = peer->win.base + (uint64_t)offset;
+    *region_p = &peer->win;
     return OMPI_SUCCESS;
 }
 

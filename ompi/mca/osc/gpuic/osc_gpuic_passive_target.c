@@ -242,7 +242,7 @@ int ompi_osc_gpuic_flush(int target, struct ompi_win_t *win)
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    if (module->peers[target].direct != NULL) {
+    if (module->peers[target].win.direct != NULL) {
         /* Direct stores are complete once they are globally visible. */
         opal_atomic_mb();
     }

@@ -37,7 +37,7 @@ static int ompi_osc_gpuic_target_path(void *m, int rank, int *path)
     }
     if (rank == ompi_comm_rank(module->comm)) {
         *path = OMPI_OSC_GPUIC_PATH_SELF;
-    } else if (module->peers[rank].direct != NULL) {
+    } else if (module->peers[rank].win.direct != NULL) {
         *path = OMPI_OSC_GPUIC_PATH_DIRECT;
     } else {
         *path = OMPI_OSC_GPUIC_PATH_UCX;
@@ -84,8 +84,9 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
 
     if (module->peers != NULL) {
         n = ompi_comm_size(module->comm);
+        ompi_osc_gpuic_dynamic_cleanup(module);
         for (i = 0; i < n; ++i) {
-            gpuic_rkey_destroy(module->peers[i].rkey);
+            gpuic_rkey_destroy(module->peers[i].win.rkey);
             gpuic_rkey_destroy(module->peers[i].state_rkey);
         }
         free(module->peers);
@@ -97,6 +98,7 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
     free(module->completes_seen);
     gpuic_mr_deregister(module->state_mr);
     gpuic_mr_deregister(module->mr);
+    ompi_osc_gpuic_shared_release(module);
     if (module->comm != NULL) {
         ompi_comm_free(&module->comm);
     }
@@ -211,12 +213,12 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    peer->base = info.base;
-    peer->size = info.size;
+    peer->win.base = info.base;
+    peer->win.size = info.size;
     peer->state_addr = info.state_addr;
     peer->disp_unit = info.disp_unit;
     if (info.rkey_len > 0) {
-        status = gpuic_rkey_unpack(peer->ep, rkey, &peer->rkey);
+        status = gpuic_rkey_unpack(peer->ep, rkey, &peer->win.rkey);
     }
     if (status == GPUIC_OK) {
         status = gpuic_rkey_unpack(peer->ep, state_rkey, &peer->state_rkey);
@@ -226,13 +228,18 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
     }
     if (rank == ompi_comm_rank(module->comm)) {
         /* Our own window and state need no mapping. */
-        peer->direct = peer->size > 0 ? module->base : NULL;
+        peer->win.direct = peer->win.size > 0 ? module->base : NULL;
         peer->state_direct = (char *)module->state;
     } else if (mca_osc_gpuic_component.direct) {
         void *ptr = NULL;
 
-        if (peer->rkey != NULL && gpuic_rkey_ptr(peer->rkey, peer->base, &ptr) == GPUIC_OK) {
-            peer->direct = ptr;
+        if (module->flavor == MPI_WIN_FLAVOR_SHARED) {
+            /* The whole segment is mapped here already. */
+            peer->win.direct = peer->win.size > 0 ? module->shm_seg + module->shm_off[rank]
+                                                  : NULL;
+        } else if (peer->win.rkey != NULL &&
+                   gpuic_rkey_ptr(peer->win.rkey, peer->win.base, &ptr) == GPUIC_OK) {
+            peer->win.direct = ptr;
         }
         if (gpuic_rkey_ptr(peer->state_rkey, peer->state_addr, &ptr) == GPUIC_OK) {
             peer->state_direct = ptr;
@@ -247,10 +254,14 @@ static int ompi_osc_gpuic_decide_direct(ompi_osc_gpuic_module_t *module)
     struct ompi_communicator_t *comm = module->comm;
     int n = ompi_comm_size(comm), i, mine = 1, all = 0, rc;
 
+    /* Attached user memory cannot be mapped by peers. */
+    if (module->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        mine = 0;
+    }
     for (i = 0; i < n; ++i) {
         const ompi_osc_gpuic_peer_t *peer = &module->peers[i];
 
-        if ((peer->size > 0 && peer->direct == NULL) || peer->state_direct == NULL) {
+        if ((peer->win.size > 0 && peer->win.direct == NULL) || peer->state_direct == NULL) {
             mine = 0;
         }
     }
@@ -272,10 +283,6 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     char name[MPI_MAX_OBJECT_NAME];
     int rc, i, n;
 
-    if (flavor != MPI_WIN_FLAVOR_CREATE && flavor != MPI_WIN_FLAVOR_ALLOCATE) {
-        gpuic_log(GPUIC_LOG_DEBUG, "window flavor %d is not supported yet", flavor);
-        return MPI_ERR_UNSUPPORTED_OPERATION;
-    }
     rc = ompi_osc_gpuic_context_get(&ctx);
     if (rc != OMPI_SUCCESS) {
         return rc;
@@ -308,18 +315,40 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     }
     n = ompi_comm_size(module->comm);
 
-    if (flavor == MPI_WIN_FLAVOR_ALLOCATE) {
+    module->id = __atomic_fetch_add(&mca_osc_gpuic_component.next_id, 1, __ATOMIC_RELAXED);
+    switch (flavor) {
+    case MPI_WIN_FLAVOR_ALLOCATE:
         /* UCX allocates the memory so that same-node peers can map it directly. */
         if (size > 0) {
             status = gpuic_mr_allocate(ctx, size, &module->mr);
             module->base = status == GPUIC_OK ? gpuic_mr_address(module->mr) : NULL;
         }
         *base = module->base;
-    } else {
+        break;
+    case MPI_WIN_FLAVOR_SHARED:
+        rc = ompi_osc_gpuic_shared_allocate(module, info, size);
+        if (rc != OMPI_SUCCESS) {
+            goto err_destroy;
+        }
+        if (size > 0) {
+            status = gpuic_mr_register(ctx, module->base, size, &module->mr);
+        }
+        *base = module->base;
+        break;
+    case MPI_WIN_FLAVOR_DYNAMIC:
+        /* The "window" peers see is the region table; attached memory comes later. */
+        module->disp_unit = 1;
+        rc = ompi_osc_gpuic_dynamic_setup(module, ctx);
+        if (rc != OMPI_SUCCESS) {
+            goto err_destroy;
+        }
+        break;
+    default:
         module->base = *base;
         if (size > 0) {
             status = gpuic_mr_register(ctx, module->base, size, &module->mr);
         }
+        break;
     }
     if (status == GPUIC_OK) {
         status = gpuic_mr_allocate(ctx, ompi_osc_gpuic_state_size(n), &module->state_mr);
@@ -364,7 +393,6 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
         goto err_destroy;
     }
 
-    module->id = __atomic_fetch_add(&mca_osc_gpuic_component.next_id, 1, __ATOMIC_RELAXED);
     snprintf(name, sizeof(name), "gpuic window %d", module->id);
     ompi_win_set_name(win, name);
     win->w_osc_module = &module->super;
@@ -376,7 +404,7 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     return OMPI_SUCCESS;
 
 err_destroy:
-    if (flavor == MPI_WIN_FLAVOR_ALLOCATE) {
+    if (flavor == MPI_WIN_FLAVOR_ALLOCATE || flavor == MPI_WIN_FLAVOR_SHARED) {
         *base = NULL;
     }
     ompi_osc_gpuic_module_destroy(module);
@@ -405,20 +433,4 @@ int ompi_osc_gpuic_free(struct ompi_win_t *win)
     win->w_osc_module = NULL;
     ompi_osc_gpuic_module_destroy(module);
     return rc;
-}
-
-int ompi_osc_gpuic_win_attach(struct ompi_win_t *win, void *base, size_t size)
-{
-    return MPI_ERR_RMA_FLAVOR;
-}
-
-int ompi_osc_gpuic_win_detach(struct ompi_win_t *win, const void *base)
-{
-    return MPI_ERR_RMA_FLAVOR;
-}
-
-int ompi_osc_gpuic_win_shared_query(struct ompi_win_t *win, int rank, size_t *size,
-                                    int *disp_unit, void *baseptr)
-{
-    return MPI_ERR_RMA_FLAVOR;
 }
