@@ -98,6 +98,7 @@ typedef struct ompi_osc_gpuic_peer {
     char         *state_direct; /**< local mapping of the peer's state block, or NULL */
     int          disp_unit;    /**< the peer's displacement unit */
     int          lock_type;    /**< MPI_LOCK_* held on the peer; negated under NOCHECK; 0: none */
+    int          ucx_pending;  /**< UCX operations issued since the last flush of the peer */
     /* dynamic windows: the peer's attached regions as last read from its table */
     ompi_osc_gpuic_region_t *dyn;
     int          ndyn;
@@ -137,6 +138,12 @@ typedef struct ompi_osc_gpuic_module {
     ompi_osc_gpuic_epoch_t     epoch;
     int                        locks_held; /**< per-target locks held (EPOCH_LOCK) */
     uint64_t                   ops_since_fence; /**< RMA calls issued in this fence epoch */
+    int                        ucx_pending;     /**< UCX operations since the last flush_all */
+    opal_mutex_t               dyn_lock;        /**< guards the peers' dynamic-region caches */
+    /** Region arrays replaced by a refresh; kept until free so that a region found by one
+     *  thread stays valid while another thread refreshes. */
+    ompi_osc_gpuic_region_t    **dyn_retired;
+    int                        ndyn_retired;
 
     /* post/start/complete/wait */
     int                        *start_ranks;    /**< access group of MPI_Win_start (comm ranks) */
@@ -265,6 +272,13 @@ int ompi_osc_gpuic_rget(void *origin_addr, int origin_count, struct ompi_datatyp
                         struct ompi_request_t **request);
 /** MPI_ERR_RMA_SYNC unless the window is in an access epoch that covers @p target. */
 int ompi_osc_gpuic_check_access(ompi_osc_gpuic_module_t *module, int target);
+/**
+ * Completes this process's operations to @p target at the target: a memory barrier for direct
+ * stores, and a UCX flush when UCX operations went to it since its last flush.
+ */
+int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target);
+/** The same for every target of the window. */
+int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module);
 /** MPI_ERR_RMA_SYNC unless the window is in a passive-target epoch (request-based calls). */
 int ompi_osc_gpuic_check_passive(ompi_osc_gpuic_module_t *module);
 /**

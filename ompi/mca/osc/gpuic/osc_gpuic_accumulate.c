@@ -138,7 +138,6 @@ static int ompi_osc_gpuic_acc_direct_block(char *a, char *b, size_t len, void *a
 static int ompi_osc_gpuic_acc_locked(ompi_osc_gpuic_acc_t *acc, size_t bytes, uint64_t raddr,
                                      int tcount, struct ompi_datatype_t *tdt)
 {
-    ompi_osc_gpuic_peer_t *peer = &acc->module->peers[acc->target];
     char *next = NULL;
     int rc, rc_unlock;
 
@@ -149,7 +148,7 @@ static int ompi_osc_gpuic_acc_locked(ompi_osc_gpuic_acc_t *acc, size_t bytes, ui
     rc = ompi_osc_gpuic_rma_layout(acc->module, acc->target, acc->region, false, acc->old,
                                    acc->nelem, acc->prim, raddr, tcount, tdt);
     if (rc == OMPI_SUCCESS) {
-        rc = ompi_osc_gpuic_error(gpuic_ep_flush(peer->ep));
+        rc = ompi_osc_gpuic_peer_flush(acc->module, acc->target);
     }
     if (rc == OMPI_SUCCESS && acc->obuf != NULL) {
         next = malloc(bytes);
@@ -161,7 +160,7 @@ static int ompi_osc_gpuic_acc_locked(ompi_osc_gpuic_acc_t *acc, size_t bytes, ui
             rc = ompi_osc_gpuic_rma_layout(acc->module, acc->target, acc->region, true, next,
                                            acc->nelem, acc->prim, raddr, tcount, tdt);
             if (rc == OMPI_SUCCESS) {
-                rc = ompi_osc_gpuic_error(gpuic_ep_flush(peer->ep));
+                rc = ompi_osc_gpuic_peer_flush(acc->module, acc->target);
             }
         }
     }
@@ -324,7 +323,6 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
                                     ptrdiff_t target_disp, struct ompi_win_t *win)
 {
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
-    ompi_osc_gpuic_peer_t *peer = &module->peers[target];
     ompi_osc_gpuic_region_t *region;
     size_t esize;
     uint64_t raddr;
@@ -356,13 +354,13 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
     rc = ompi_osc_gpuic_rma_layout(module, target, region, false, result_addr, 1, dt, raddr, 1,
                                    dt);
     if (rc == OMPI_SUCCESS) {
-        rc = ompi_osc_gpuic_error(gpuic_ep_flush(peer->ep));
+        rc = ompi_osc_gpuic_peer_flush(module, target);
     }
     if (rc == OMPI_SUCCESS && memcmp(result_addr, compare_addr, esize) == 0) {
         rc = ompi_osc_gpuic_rma_layout(module, target, region, true, (void *)origin_addr, 1, dt,
                                        raddr, 1, dt);
         if (rc == OMPI_SUCCESS) {
-            rc = ompi_osc_gpuic_error(gpuic_ep_flush(peer->ep));
+            rc = ompi_osc_gpuic_peer_flush(module, target);
         }
     }
     opal_atomic_wmb();

@@ -35,7 +35,7 @@ int ompi_osc_gpuic_fence(int mpi_assert, struct ompi_win_t *win)
     /* Complete our operations at their targets, then wait until every process has done the
      * same, so that after the fence each window holds everything put into it. */
     if (!(mpi_assert & MPI_MODE_NOPRECEDE)) {
-        rc = ompi_osc_gpuic_error(gpuic_context_flush(mca_osc_gpuic_component.ctx));
+        rc = ompi_osc_gpuic_module_flush(module);
     }
     /* Direct stores through same-node mappings are ordered before the barrier's messages. */
     opal_atomic_mb();
@@ -140,8 +140,7 @@ int ompi_osc_gpuic_complete(struct ompi_win_t *win)
         return MPI_ERR_RMA_SYNC;
     }
     /* Our operations land before the targets learn that we are done. */
-    rc = ompi_osc_gpuic_error(gpuic_context_flush(mca_osc_gpuic_component.ctx));
-    opal_atomic_mb();
+    rc = ompi_osc_gpuic_module_flush(module);
     for (i = 0; i < module->start_n; ++i) {
         rc_i = ompi_osc_gpuic_state_add(module, module->start_ranks[i],
                                         ompi_osc_gpuic_state_complete_offset(me), 1);

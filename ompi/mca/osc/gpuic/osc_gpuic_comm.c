@@ -37,37 +37,69 @@ int ompi_osc_gpuic_check_access(ompi_osc_gpuic_module_t *module, int target)
     return MPI_ERR_RMA_SYNC;
 }
 
-/* One contiguous piece: through the mapping when there is one, else through UCX. */
-static gpuic_status_t ompi_osc_gpuic_xfer(gpuic_ep_t *ep, ompi_osc_gpuic_region_t *region,
-                                          bool is_put, char *local, size_t len, uint64_t raddr)
-{
-    if (region->direct != NULL) {
-        char *remote = (char *)region->direct + (raddr - region->base);
-
-        if (is_put) {
-            memcpy(remote, local, len);
-        } else {
-            memcpy(local, remote, len);
-        }
-        return GPUIC_OK;
-    }
-    return is_put ? gpuic_rma_put(ep, local, len, raddr, region->rkey)
-                  : gpuic_rma_get(ep, local, len, raddr, region->rkey);
-}
-
 typedef struct ompi_osc_gpuic_xfer_arg {
-    gpuic_ep_t              *ep;
+    ompi_osc_gpuic_module_t *module;
+    int                     target;
     ompi_osc_gpuic_region_t *region;
     bool                    is_put;
 } ompi_osc_gpuic_xfer_arg_t;
 
+/* One contiguous piece: through the mapping when there is one, else through UCX. */
+static int ompi_osc_gpuic_xfer(const ompi_osc_gpuic_xfer_arg_t *x, char *local, size_t len,
+                               uint64_t raddr)
+{
+    ompi_osc_gpuic_peer_t *peer = &x->module->peers[x->target];
+    ompi_osc_gpuic_region_t *region = x->region;
+    gpuic_status_t status;
+
+    if (region->direct != NULL) {
+        char *remote = (char *)region->direct + (raddr - region->base);
+
+        if (x->is_put) {
+            memcpy(remote, local, len);
+        } else {
+            memcpy(local, remote, len);
+        }
+        return OMPI_SUCCESS;
+    }
+    /* Marked before issue, so that a flush that sees it clear owes nothing. */
+    __atomic_store_n(&peer->ucx_pending, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&x->module->ucx_pending, 1, __ATOMIC_RELAXED);
+    status = x->is_put ? gpuic_rma_put(peer->ep, local, len, raddr, region->rkey)
+                       : gpuic_rma_get(peer->ep, local, len, raddr, region->rkey);
+    return ompi_osc_gpuic_error(status);
+}
+
 /* dt_walk callback: a is the origin block, b the target block (a remote address). */
 static int ompi_osc_gpuic_xfer_block(char *a, char *b, size_t len, void *arg)
 {
-    ompi_osc_gpuic_xfer_arg_t *x = arg;
+    return ompi_osc_gpuic_xfer(arg, a, len, (uint64_t)(uintptr_t)b);
+}
 
-    return ompi_osc_gpuic_error(ompi_osc_gpuic_xfer(x->ep, x->region, x->is_put, a, len,
-                                                    (uint64_t)(uintptr_t)b));
+int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
+{
+    ompi_osc_gpuic_peer_t *peer = &module->peers[target];
+
+    /* Direct stores are complete once they are globally visible. */
+    opal_atomic_mb();
+    if (!__atomic_exchange_n(&peer->ucx_pending, 0, __ATOMIC_ACQ_REL)) {
+        return OMPI_SUCCESS;
+    }
+    return ompi_osc_gpuic_error(gpuic_ep_flush(peer->ep));
+}
+
+int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
+{
+    int n = ompi_comm_size(module->comm), i;
+
+    opal_atomic_mb();
+    if (!__atomic_exchange_n(&module->ucx_pending, 0, __ATOMIC_ACQ_REL)) {
+        return OMPI_SUCCESS;
+    }
+    for (i = 0; i < n; ++i) {
+        __atomic_store_n(&module->peers[i].ucx_pending, 0, __ATOMIC_RELAXED);
+    }
+    return ompi_osc_gpuic_error(gpuic_context_flush(mca_osc_gpuic_component.ctx));
 }
 
 /* Common body of put and get (and of their request-based forms). */
@@ -75,7 +107,7 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
                               int ocount, struct ompi_datatype_t *odt, int target,
                               ptrdiff_t tdisp, int tcount, struct ompi_datatype_t *tdt)
 {
-    ompi_osc_gpuic_xfer_arg_t x = {module->peers[target].ep, NULL, is_put};
+    ompi_osc_gpuic_xfer_arg_t x = {module, target, NULL, is_put};
     ptrdiff_t olo, ohi;
     size_t osize, tsize;
     uint64_t raddr;
@@ -106,9 +138,7 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
 
         ompi_osc_gpuic_dt_bounds(odt, ocount, &olo, &ohi);
         ompi_osc_gpuic_dt_bounds(tdt, tcount, &tlo, &thi);
-        rc = ompi_osc_gpuic_error(ompi_osc_gpuic_xfer(x.ep, x.region, is_put,
-                                                      (char *)origin + olo,
-                                                      tsize * (size_t)tcount, raddr + tlo));
+        rc = ompi_osc_gpuic_xfer(&x, (char *)origin + olo, tsize * (size_t)tcount, raddr + tlo);
     } else {
         rc = ompi_osc_gpuic_dt_walk(origin, ocount, odt, (void *)(uintptr_t)raddr, tcount, tdt,
                                     ompi_osc_gpuic_xfer_block, &x);
@@ -124,7 +154,7 @@ int ompi_osc_gpuic_rma_layout(ompi_osc_gpuic_module_t *module, int target,
                               int bcount, struct ompi_datatype_t *bdt, uint64_t raddr,
                               int tcount, struct ompi_datatype_t *tdt)
 {
-    ompi_osc_gpuic_xfer_arg_t x = {module->peers[target].ep, region, is_put};
+    ompi_osc_gpuic_xfer_arg_t x = {module, target, region, is_put};
 
     return ompi_osc_gpuic_dt_walk(buf, bcount, bdt, (void *)(uintptr_t)raddr, tcount, tdt,
                                   ompi_osc_gpuic_xfer_block, &x);

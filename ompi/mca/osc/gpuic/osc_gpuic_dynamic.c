@@ -191,17 +191,37 @@ static int ompi_osc_gpuic_table_seq(ompi_osc_gpuic_module_t *module, int target,
     return ompi_osc_gpuic_error(status);
 }
 
-static void ompi_osc_gpuic_peer_regions_free(ompi_osc_gpuic_peer_t *peer)
+/* Moves the peer's cached regions to the retired list (their keys stay alive: another thread
+ * may be using a region it found a moment ago).  Caller holds module->dyn_lock. */
+static int ompi_osc_gpuic_peer_regions_retire(ompi_osc_gpuic_module_t *module,
+                                              ompi_osc_gpuic_peer_t *peer)
 {
-    int i;
+    ompi_osc_gpuic_region_t **list;
 
-    for (i = 0; i < peer->ndyn; ++i) {
-        gpuic_rkey_destroy(peer->dyn[i].rkey);
+    if (peer->dyn == NULL) {
+        return OMPI_SUCCESS;
     }
-    free(peer->dyn);
+    list = realloc(module->dyn_retired, sizeof(*list) * (module->ndyn_retired + 1));
+    if (list == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    /* The array's end is marked by a region of size 0 and no key (see refresh). */
+    list[module->ndyn_retired++] = peer->dyn;
+    module->dyn_retired = list;
     peer->dyn = NULL;
     peer->ndyn = 0;
     peer->dyn_seq = 0;
+    return OMPI_SUCCESS;
+}
+
+static void ompi_osc_gpuic_regions_free(ompi_osc_gpuic_region_t *regions)
+{
+    ompi_osc_gpuic_region_t *r;
+
+    for (r = regions; r != NULL && r->rkey != NULL; ++r) {
+        gpuic_rkey_destroy(r->rkey);
+    }
+    free(regions);
 }
 
 /* Copies a consistent snapshot of the target's table into @p copy and returns its sequence. */
@@ -264,8 +284,13 @@ static int ompi_osc_gpuic_regions_refresh(ompi_osc_gpuic_module_t *module, int t
         free(copy);
         return rc;
     }
-    ompi_osc_gpuic_peer_regions_free(peer);
-    peer->dyn = calloc(copy->count > 0 ? copy->count : 1, sizeof(*peer->dyn));
+    rc = ompi_osc_gpuic_peer_regions_retire(module, peer);
+    if (rc != OMPI_SUCCESS) {
+        free(copy);
+        return rc;
+    }
+    /* one spare zeroed entry terminates the array */
+    peer->dyn = calloc(copy->count + 1, sizeof(*peer->dyn));
     if (peer->dyn == NULL) {
         free(copy);
         return MPI_ERR_NO_MEM;
@@ -313,20 +338,19 @@ int ompi_osc_gpuic_dynamic_resolve(ompi_osc_gpuic_module_t *module, int target, 
     uint64_t seq;
     int rc;
 
+    opal_mutex_lock(&module->dyn_lock);
     rc = ompi_osc_gpuic_table_seq(module, target, &seq);
     if (rc == OMPI_SUCCESS && (seq != peer->dyn_seq || peer->dyn_seq == 0)) {
         rc = ompi_osc_gpuic_regions_refresh(module, target);
     }
-    if (rc != OMPI_SUCCESS) {
-        return rc;
-    }
-    *region_p = ompi_osc_gpuic_regions_find(peer, lo, hi);
-    if (*region_p == NULL) {
+    *region_p = rc == OMPI_SUCCESS ? ompi_osc_gpuic_regions_find(peer, lo, hi) : NULL;
+    opal_mutex_unlock(&module->dyn_lock);
+    if (rc == OMPI_SUCCESS && *region_p == NULL) {
         gpuic_log(GPUIC_LOG_DEBUG, "rank %d: [%#" PRIx64 ", %#" PRIx64 ") is not attached at "
                   "rank %d", ompi_osc_gpuic_rank(module), lo, hi, target);
-        return MPI_ERR_RMA_RANGE;
+        rc = MPI_ERR_RMA_RANGE;
     }
-    return OMPI_SUCCESS;
+    return rc;
 }
 
 void ompi_osc_gpuic_dynamic_cleanup(ompi_osc_gpuic_module_t *module)
@@ -334,8 +358,15 @@ void ompi_osc_gpuic_dynamic_cleanup(ompi_osc_gpuic_module_t *module)
     int i, n = module->comm != NULL ? ompi_comm_size(module->comm) : 0;
 
     for (i = 0; module->peers != NULL && i < n; ++i) {
-        ompi_osc_gpuic_peer_regions_free(&module->peers[i]);
+        ompi_osc_gpuic_regions_free(module->peers[i].dyn);
+        module->peers[i].dyn = NULL;
     }
+    for (i = 0; i < module->ndyn_retired; ++i) {
+        ompi_osc_gpuic_regions_free(module->dyn_retired[i]);
+    }
+    free(module->dyn_retired);
+    module->dyn_retired = NULL;
+    module->ndyn_retired = 0;
     for (i = 0; module->attached != NULL && i < module->nattached; ++i) {
         gpuic_mr_deregister(module->attached[i].mr);
     }

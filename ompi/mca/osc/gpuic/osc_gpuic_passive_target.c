@@ -54,10 +54,8 @@ static int ompi_osc_gpuic_lock_release(ompi_osc_gpuic_module_t *module, int targ
 
     /* Everything issued under the lock must be complete at the target before another process
      * can take the lock. */
-    rc = ompi_osc_gpuic_error(gpuic_ep_flush(module->peers[target].ep));
+    rc = ompi_osc_gpuic_peer_flush(module, target);
     if (rc == OMPI_SUCCESS) {
-        /* Direct stores must be visible before the lock word says the lock is free. */
-        opal_atomic_mb();
         rc = ompi_osc_gpuic_state_add(module, target, offsetof(ompi_osc_gpuic_state_t, lock),
                                       delta);
     }
@@ -130,7 +128,7 @@ int ompi_osc_gpuic_unlock(int target, struct ompi_win_t *win)
     if (lock_type > 0) {
         rc = ompi_osc_gpuic_lock_release(module, target, lock_type);
     } else {
-        rc = ompi_osc_gpuic_error(gpuic_ep_flush(module->peers[target].ep));
+        rc = ompi_osc_gpuic_peer_flush(module, target);
     }
     module->peers[target].lock_type = 0;
     if (--module->locks_held == 0) {
@@ -188,7 +186,7 @@ int ompi_osc_gpuic_unlock_all(struct ompi_win_t *win)
         gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_unlock_all without MPI_Win_lock_all");
         return MPI_ERR_RMA_SYNC;
     }
-    rc = ompi_osc_gpuic_error(gpuic_context_flush(mca_osc_gpuic_component.ctx));
+    rc = ompi_osc_gpuic_module_flush(module);
     for (i = 0; i < n; ++i) {
         if (module->peers[i].lock_type != 0) {
             rc_i = ompi_osc_gpuic_lock_release(module, i, MPI_LOCK_SHARED);
@@ -242,11 +240,7 @@ int ompi_osc_gpuic_flush(int target, struct ompi_win_t *win)
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    if (module->peers[target].win.direct != NULL) {
-        /* Direct stores are complete once they are globally visible. */
-        opal_atomic_mb();
-    }
-    return ompi_osc_gpuic_error(gpuic_ep_flush(module->peers[target].ep));
+    return ompi_osc_gpuic_peer_flush(module, target);
 }
 
 int ompi_osc_gpuic_flush_all(struct ompi_win_t *win)
@@ -257,8 +251,7 @@ int ompi_osc_gpuic_flush_all(struct ompi_win_t *win)
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    opal_atomic_mb();
-    return ompi_osc_gpuic_error(gpuic_context_flush(mca_osc_gpuic_component.ctx));
+    return ompi_osc_gpuic_module_flush(module);
 }
 
 int ompi_osc_gpuic_flush_local(int target, struct ompi_win_t *win)

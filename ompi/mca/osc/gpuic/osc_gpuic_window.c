@@ -102,6 +102,7 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
     if (module->comm != NULL) {
         ompi_comm_free(&module->comm);
     }
+    OBJ_DESTRUCT(&module->dyn_lock);
     OBJ_DESTRUCT(&module->lock);
     free(module);
 }
@@ -292,6 +293,7 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
         return MPI_ERR_NO_MEM;
     }
     OBJ_CONSTRUCT(&module->lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->dyn_lock, opal_mutex_t);
     module->super = ompi_osc_gpuic_module_template;
     module->ext.magic = OMPI_OSC_GPUIC_EXT_MAGIC;
     module->ext.target_path = ompi_osc_gpuic_target_path;
@@ -425,7 +427,7 @@ int ompi_osc_gpuic_free(struct ompi_win_t *win)
     }
     /* Our own operations are complete after the last synchronization; the barrier keeps our
      * memory registered until every peer has stopped accessing it. */
-    rc = ompi_osc_gpuic_error(gpuic_context_flush(mca_osc_gpuic_component.ctx));
+    rc = ompi_osc_gpuic_module_flush(module);
     if (rc == OMPI_SUCCESS) {
         rc = comm->c_coll->coll_barrier(comm, comm->c_coll->coll_barrier_module);
     }
