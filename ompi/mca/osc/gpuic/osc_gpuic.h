@@ -158,6 +158,7 @@ typedef struct ompi_osc_gpuic_module {
     char                       *shm_seg;  /**< the whole segment, mapped here */
     size_t                     shm_len;
     uint64_t                   *shm_off;  /**< per rank: offset of its part in the segment */
+    bool                       shm_noncontig; /**< parts are page-aligned, not back to back */
 
     /* dynamic windows (MPI_Win_create_dynamic): what this process attached */
     ompi_osc_gpuic_attached_t  *attached;

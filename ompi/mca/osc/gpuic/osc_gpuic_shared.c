@@ -67,6 +67,7 @@ int ompi_osc_gpuic_shared_allocate(ompi_osc_gpuic_module_t *module, struct opal_
         opal_info_get_bool(info, "alloc_shared_noncontig", &noncontig, &found);
         noncontig = found && noncontig;
     }
+    module->shm_noncontig = noncontig;
     sizes = malloc(sizeof(uint64_t) * n);
     module->shm_off = malloc(sizeof(uint64_t) * n);
     if (sizes == NULL || module->shm_off == NULL) {

@@ -9,6 +9,7 @@
 
 #include "mpi.h"
 #include "opal/util/info.h"
+#include "opal/util/info_subscriber.h"
 #include "opal/util/output.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
@@ -272,6 +273,57 @@ static int ompi_osc_gpuic_decide_direct(ompi_osc_gpuic_module_t *module)
     return rc;
 }
 
+/*
+ * Info keys gpuic honours, so that MPI_Win_get_info reports them after MPI_Win_set_info.  Every
+ * accumulate completes at its target before the call returns, which satisfies any
+ * accumulate_ordering and accumulate_ops value; same_size and same_disp_unit are hints gpuic
+ * has no use for; alloc_shared_noncontig takes effect at creation only.
+ */
+static char *ompi_osc_gpuic_info_accept(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    return value;
+}
+
+static char *ompi_osc_gpuic_info_no_locks(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module((struct ompi_win_t *)obj);
+
+    if (module != NULL) {
+        module->no_locks = strcmp(value, "true") == 0;
+    }
+    return value;
+}
+
+static char *ompi_osc_gpuic_info_creation_only(opal_infosubscriber_t *obj, char *key,
+                                               char *value)
+{
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module((struct ompi_win_t *)obj);
+
+    /* During creation (no module yet) the value is taken; later it cannot change. */
+    if (module == NULL) {
+        return value;
+    }
+    return module->shm_noncontig ? "true" : "false";
+}
+
+static void ompi_osc_gpuic_info_subscribe(ompi_osc_gpuic_module_t *module)
+{
+    opal_infosubscriber_t *obj = &module->win->super;
+
+    opal_infosubscribe_subscribe(obj, "no_locks", module->no_locks ? "true" : "false",
+                                 ompi_osc_gpuic_info_no_locks);
+    opal_infosubscribe_subscribe(obj, "accumulate_ordering", "rar,raw,war,waw",
+                                 ompi_osc_gpuic_info_accept);
+    opal_infosubscribe_subscribe(obj, "accumulate_ops", "same_op_no_op",
+                                 ompi_osc_gpuic_info_accept);
+    opal_infosubscribe_subscribe(obj, "same_size", "false", ompi_osc_gpuic_info_accept);
+    opal_infosubscribe_subscribe(obj, "same_disp_unit", "false", ompi_osc_gpuic_info_accept);
+    if (module->flavor == MPI_WIN_FLAVOR_SHARED) {
+        opal_infosubscribe_subscribe(obj, "alloc_shared_noncontig", "false",
+                                     ompi_osc_gpuic_info_creation_only);
+    }
+}
+
 int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
                                  struct ompi_communicator_t *comm, struct opal_info_t *info,
                                  int flavor, int *model)
@@ -399,6 +451,7 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     ompi_win_set_name(win, name);
     win->w_osc_module = &module->super;
     *model = MPI_WIN_UNIFIED;
+    ompi_osc_gpuic_info_subscribe(module);
     ompi_osc_gpuic_window_added(module);
     gpuic_log(GPUIC_LOG_INFO, "rank %d: window %d created (flavor %d, %zu bytes, %d ranks, %s)",
               ompi_comm_rank(module->comm), module->id, flavor, size, n,
