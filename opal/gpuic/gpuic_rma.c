@@ -17,20 +17,82 @@ static gpuic_status_t gpuic_rma_issued(ucs_status_ptr_t req)
     return GPUIC_OK;
 }
 
+static void gpuic_rma_lcc_done(void *request, ucs_status_t st, void *user_data)
+{
+    gpuic_lcc_t *lcc = user_data;
+
+    (void)st; /* a failed operation surfaces at the next flush of its endpoint */
+    __atomic_fetch_sub(&lcc->outstanding, 1, __ATOMIC_RELEASE);
+    ucp_request_free(request);
+}
+
+/* Parameters that count the operation in @p lcc.  The count is raised before the call, since
+ * the callback may run inside it, and lowered again if UCX completed the operation in place. */
+static void gpuic_rma_lcc_param(ucp_request_param_t *param, gpuic_lcc_t *lcc)
+{
+    if (lcc != NULL) {
+        param->op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+        param->cb.send = gpuic_rma_lcc_done;
+        param->user_data = lcc;
+        __atomic_fetch_add(&lcc->outstanding, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static gpuic_status_t gpuic_rma_lcc_issued(ucs_status_ptr_t req, gpuic_lcc_t *lcc)
+{
+    if (lcc == NULL) {
+        return gpuic_rma_issued(req);
+    }
+    if (req == NULL || UCS_PTR_IS_ERR(req)) {
+        /* completed in place (or failed): the callback will not run */
+        __atomic_fetch_sub(&lcc->outstanding, 1, __ATOMIC_RELEASE);
+        return req == NULL ? GPUIC_OK : gpuic_status_from_ucs(UCS_PTR_STATUS(req));
+    }
+    return GPUIC_OK; /* the callback lowers the count and frees the request */
+}
+
 gpuic_status_t gpuic_rma_put(gpuic_ep_t *ep, const void *buf, size_t len, uint64_t raddr,
                              const gpuic_rkey_t *rkey)
 {
-    ucp_request_param_t param = {0};
-
-    return gpuic_rma_issued(ucp_put_nbx(ep->ep, buf, len, raddr, rkey->rkey, &param));
+    return gpuic_rma_put_lcc(ep, buf, len, raddr, rkey, NULL);
 }
 
 gpuic_status_t gpuic_rma_get(gpuic_ep_t *ep, void *buf, size_t len, uint64_t raddr,
                              const gpuic_rkey_t *rkey)
 {
+    return gpuic_rma_get_lcc(ep, buf, len, raddr, rkey, NULL);
+}
+
+gpuic_status_t gpuic_rma_put_lcc(gpuic_ep_t *ep, const void *buf, size_t len, uint64_t raddr,
+                                 const gpuic_rkey_t *rkey, gpuic_lcc_t *lcc)
+{
     ucp_request_param_t param = {0};
 
-    return gpuic_rma_issued(ucp_get_nbx(ep->ep, buf, len, raddr, rkey->rkey, &param));
+    gpuic_rma_lcc_param(&param, lcc);
+    return gpuic_rma_lcc_issued(ucp_put_nbx(ep->ep, buf, len, raddr, rkey->rkey, &param), lcc);
+}
+
+gpuic_status_t gpuic_rma_get_lcc(gpuic_ep_t *ep, void *buf, size_t len, uint64_t raddr,
+                                 const gpuic_rkey_t *rkey, gpuic_lcc_t *lcc)
+{
+    ucp_request_param_t param = {0};
+
+    gpuic_rma_lcc_param(&param, lcc);
+    return gpuic_rma_lcc_issued(ucp_get_nbx(ep->ep, buf, len, raddr, rkey->rkey, &param), lcc);
+}
+
+gpuic_status_t gpuic_lcc_wait(gpuic_context_t *ctx, gpuic_lcc_t *lcc)
+{
+    unsigned spins = 0;
+
+    while (__atomic_load_n(&lcc->outstanding, __ATOMIC_ACQUIRE) != 0) {
+        if (gpuic_context_progress(ctx) == 0) {
+            gpuic_context_wait_idle(ctx, ++spins);
+        } else {
+            spins = 0;
+        }
+    }
+    return GPUIC_OK;
 }
 
 static int gpuic_rma_atomic_ucp_op(gpuic_atomic_op_t op, ucp_atomic_op_t *ucp_op)

@@ -29,6 +29,20 @@ typedef enum gpuic_atomic_op {
     GPUIC_ATOMIC_CSWAP  /**< if (*raddr == compare) *raddr = value (fetching only) */
 } gpuic_atomic_op_t;
 
+/**
+ * Local-completion counter: how many operations issued with it have not yet completed locally
+ * (a put's source buffer may be reused, a get's data has arrived).  Zero-initialise it.
+ */
+typedef struct gpuic_lcc {
+    uint64_t outstanding; /**< accessed atomically */
+} gpuic_lcc_t;
+
+/**
+ * Waits, progressing @p ctx, until every operation counted by @p lcc is complete locally.
+ * Remote completion of puts is not waited for.
+ */
+gpuic_status_t gpuic_lcc_wait(gpuic_context_t *ctx, gpuic_lcc_t *lcc);
+
 /** Issues a put of @p len bytes from @p buf to @p raddr under @p rkey. */
 gpuic_status_t gpuic_rma_put(gpuic_ep_t *ep, const void *buf, size_t len, uint64_t raddr,
                              const gpuic_rkey_t *rkey);
@@ -36,6 +50,14 @@ gpuic_status_t gpuic_rma_put(gpuic_ep_t *ep, const void *buf, size_t len, uint64
 /** Issues a get of @p len bytes from @p raddr under @p rkey into @p buf. */
 gpuic_status_t gpuic_rma_get(gpuic_ep_t *ep, void *buf, size_t len, uint64_t raddr,
                              const gpuic_rkey_t *rkey);
+
+/** gpuic_rma_put(), counted in @p lcc until the source buffer may be reused. */
+gpuic_status_t gpuic_rma_put_lcc(gpuic_ep_t *ep, const void *buf, size_t len, uint64_t raddr,
+                                 const gpuic_rkey_t *rkey, gpuic_lcc_t *lcc);
+
+/** gpuic_rma_get(), counted in @p lcc until the data has arrived. */
+gpuic_status_t gpuic_rma_get_lcc(gpuic_ep_t *ep, void *buf, size_t len, uint64_t raddr,
+                                 const gpuic_rkey_t *rkey, gpuic_lcc_t *lcc);
 
 /**
  * Issues a non-fetching atomic (ADD, AND, OR, XOR) of @p size (4 or 8) bytes.

@@ -1,7 +1,8 @@
 /*
  * libgpuic's host RMA path through UCX to the process itself: registration, key packing and
  * unpacking, put, get, non-fetching and fetching atomics, endpoint and context flush, the
- * non-blocking flush callback, and direct mapping of UCX-allocated memory.
+ * non-blocking flush callback, local-completion counters, and direct mapping of UCX-allocated
+ * memory.
  */
 #include <stdint.h>
 #include <string.h>
@@ -115,6 +116,22 @@ int main(void)
         CHECK(flush_cb_calls == 1 && flush_cb_status == GPUIC_OK);
     }
     CHECK(memcmp(target, origin, 64) == 0);
+
+    /* local completion: a counted get's data is there after gpuic_lcc_wait, no flush needed */
+    {
+        gpuic_lcc_t lcc = {0};
+        memset(back, 0, LEN);
+        memset(target, 0x5a, LEN);
+        CHECK(gpuic_rma_put_lcc(ep, origin, LEN, (uint64_t)(uintptr_t)target, user_rkey, &lcc) ==
+              GPUIC_OK);
+        CHECK(gpuic_lcc_wait(ctx, &lcc) == GPUIC_OK);
+        CHECK(lcc.outstanding == 0);
+        CHECK(gpuic_ep_flush(ep) == GPUIC_OK);
+        CHECK(gpuic_rma_get_lcc(ep, back, LEN, (uint64_t)(uintptr_t)target, user_rkey, &lcc) ==
+              GPUIC_OK);
+        CHECK(gpuic_lcc_wait(ctx, &lcc) == GPUIC_OK);
+        CHECK(memcmp(back, origin, LEN) == 0);
+    }
 
     gpuic_rkey_destroy(ucx_rkey);
     gpuic_rkey_destroy(user_rkey);

@@ -99,6 +99,7 @@ typedef struct ompi_osc_gpuic_peer {
     int          disp_unit;    /**< the peer's displacement unit */
     int          lock_type;    /**< MPI_LOCK_* held on the peer; negated under NOCHECK; 0: none */
     int          ucx_pending;  /**< UCX operations issued since the last flush of the peer */
+    gpuic_lcc_t  lcc;          /**< UCX operations to the peer not yet complete locally */
     /* dynamic windows: the peer's attached regions as last read from its table */
     ompi_osc_gpuic_region_t *dyn;
     int          ndyn;
@@ -280,6 +281,8 @@ int ompi_osc_gpuic_check_access(ompi_osc_gpuic_module_t *module, int target);
 int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target);
 /** The same for every target of the window. */
 int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module);
+/** Completes this process's operations to @p target locally (buffers reusable, data arrived). */
+int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target);
 /** MPI_ERR_RMA_SYNC unless the window is in a passive-target epoch (request-based calls). */
 int ompi_osc_gpuic_check_passive(ompi_osc_gpuic_module_t *module);
 /**

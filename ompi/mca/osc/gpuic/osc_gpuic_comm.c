@@ -65,8 +65,9 @@ static int ompi_osc_gpuic_xfer(const ompi_osc_gpuic_xfer_arg_t *x, char *local, 
     /* Marked before issue, so that a flush that sees it clear owes nothing. */
     __atomic_store_n(&peer->ucx_pending, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&x->module->ucx_pending, 1, __ATOMIC_RELAXED);
-    status = x->is_put ? gpuic_rma_put(peer->ep, local, len, raddr, region->rkey)
-                       : gpuic_rma_get(peer->ep, local, len, raddr, region->rkey);
+    status = x->is_put ? gpuic_rma_put_lcc(peer->ep, local, len, raddr, region->rkey, &peer->lcc)
+                       : gpuic_rma_get_lcc(peer->ep, local, len, raddr, region->rkey,
+                                           &peer->lcc);
     return ompi_osc_gpuic_error(status);
 }
 
@@ -86,6 +87,14 @@ int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
         return OMPI_SUCCESS;
     }
     return ompi_osc_gpuic_error(gpuic_ep_flush(peer->ep));
+}
+
+int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target)
+{
+    /* Direct copies completed in place; UCX operations are counted until local completion. */
+    opal_atomic_mb();
+    return ompi_osc_gpuic_error(gpuic_lcc_wait(mca_osc_gpuic_component.ctx,
+                                               &module->peers[target].lcc));
 }
 
 int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)

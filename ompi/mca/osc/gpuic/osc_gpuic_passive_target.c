@@ -256,11 +256,22 @@ int ompi_osc_gpuic_flush_all(struct ompi_win_t *win)
 
 int ompi_osc_gpuic_flush_local(int target, struct ompi_win_t *win)
 {
-    /* Remote completion implies local completion. */
-    return ompi_osc_gpuic_flush(target, win);
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
+    int rc = ompi_osc_gpuic_check_flush(module, target);
+
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    return ompi_osc_gpuic_peer_flush_local(module, target);
 }
 
 int ompi_osc_gpuic_flush_local_all(struct ompi_win_t *win)
 {
-    return ompi_osc_gpuic_flush_all(win);
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
+    int n = ompi_comm_size(module->comm), i, rc = ompi_osc_gpuic_check_flush_all(module);
+
+    for (i = 0; i < n && rc == OMPI_SUCCESS; ++i) {
+        rc = ompi_osc_gpuic_peer_flush_local(module, i);
+    }
+    return rc;
 }
