@@ -171,6 +171,36 @@ static int ompi_osc_gpuic_acc_locked(ompi_osc_gpuic_acc_t *acc, size_t bytes, ui
 }
 
 /*
+ * The fast path of fetch_and_op and single-element accumulates on all_direct windows: one
+ * predefined element on every side, updated in place with the CPU atomics of the general path
+ * (so the two paths stay atomic with each other).  Returns false when the call does not
+ * qualify.
+ */
+static bool ompi_osc_gpuic_acc_single(ompi_osc_gpuic_acc_t *acc, const void *origin, int ocount,
+                                      struct ompi_datatype_t *odt, void *result, int rcount,
+                                      struct ompi_datatype_t *rdt, uint64_t raddr, int tcount,
+                                      struct ompi_datatype_t *tdt)
+{
+    char *t, scratch[8];
+    ptrdiff_t lb, extent;
+
+    if (!acc->module->all_direct || tcount != 1 || !ompi_datatype_is_predefined(tdt) ||
+        (origin != NULL && (ocount != 1 || odt != tdt)) ||
+        (result != NULL && (rcount != 1 || rdt != tdt))) {
+        return false;
+    }
+    ompi_datatype_type_size(tdt, &acc->esize);
+    ompi_datatype_get_extent(tdt, &lb, &extent);
+    t = (char *)acc->region->direct + (raddr - acc->region->base);
+    if ((size_t)extent != acc->esize || !ompi_osc_gpuic_acc_atomic_class(acc->esize, t)) {
+        return false;
+    }
+    acc->prim = tdt;
+    ompi_osc_gpuic_acc_elem_atomic(acc, t, origin, result != NULL ? result : scratch);
+    return true;
+}
+
+/*
  * The common body: origin (NULL for MPI_NO_OP) combined into the target, old target data into
  * result (NULL when not fetching).
  */
@@ -214,6 +244,10 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
     rc = ompi_osc_gpuic_check_range(module, target, tdisp, tcount, tdt, &raddr, &acc.region);
     if (rc != OMPI_SUCCESS) {
         return rc;
+    }
+    if (ompi_osc_gpuic_acc_single(&acc, origin, ocount, odt, result, rcount, rdt, raddr, tcount,
+                                  tdt)) {
+        return OMPI_SUCCESS;
     }
     rc = ompi_osc_base_get_primitive_type_info(tdt, &acc.prim, &prim_count);
     if (rc != OMPI_SUCCESS) {
