@@ -185,7 +185,9 @@ static int ompi_osc_gpuic_blob_build(ompi_osc_gpuic_module_t *module, gpuic_cont
     if (blob != NULL) {
         memcpy(blob, &info, sizeof(info));
         memcpy(blob + sizeof(info), address, address_len);
-        memcpy(blob + sizeof(info) + address_len, rkey, rkey_len);
+        if (rkey_len > 0) { /* zero-size windows have no key */
+            memcpy(blob + sizeof(info) + address_len, rkey, rkey_len);
+        }
         memcpy(blob + sizeof(info) + address_len + rkey_len, state_rkey, state_rkey_len);
     }
     if (rkey != NULL) {

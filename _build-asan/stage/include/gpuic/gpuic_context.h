@@ -1,0 +1,64 @@
+/*
+ * gpuic_context.h - a libgpuic context: one private UCP context and worker.
+ *
+ * The context owns the UCX objects every other libgpuic object hangs from.  It is private to
+ * its user (the osc component keeps one per process), so it never shares a worker or endpoint
+ * with other UCX users in the process.
+ */
+#ifndef GPUIC_CONTEXT_H
+#define GPUIC_CONTEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuic_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gpuic_context gpuic_context_t;
+
+/** Parameters of gpuic_context_create(). */
+typedef struct gpuic_context_params {
+    int thread_multiple; /**< non-zero: several threads may call into this context at once */
+} gpuic_context_params_t;
+
+/**
+ * Creates a context: a UCP context with RMA and 32/64-bit atomics and one worker.
+ * @param params  creation parameters (not kept)
+ * @param ctx_p   receives the context
+ * @return GPUIC_OK, GPUIC_ERR_NO_MEMORY or GPUIC_ERR_TRANSPORT (UCX could not start).
+ */
+gpuic_status_t gpuic_context_create(const gpuic_context_params_t *params, gpuic_context_t **ctx_p);
+
+/** Destroys a context; every endpoint, region and key made from it must be gone. */
+void gpuic_context_destroy(gpuic_context_t *ctx);
+
+/**
+ * Returns the worker address other processes pass to gpuic_ep_create().  The buffer belongs
+ * to the context and stays valid until gpuic_context_destroy().
+ */
+void gpuic_context_address(const gpuic_context_t *ctx, const void **addr_p, size_t *len_p);
+
+/** Advances outstanding communication once; returns non-zero when something happened. */
+unsigned gpuic_context_progress(gpuic_context_t *ctx);
+
+/**
+ * Completes every operation issued on any endpoint of the context at its target (remote
+ * completion), progressing until done.
+ */
+gpuic_status_t gpuic_context_flush(gpuic_context_t *ctx);
+
+/**
+ * Called by blocking waits between unsuccessful progress rounds.  It keeps an idle waiter
+ * from holding a core that other processes on an oversubscribed node need: after a short
+ * spin it yields the processor.  @p spins counts the rounds so far of one wait.
+ */
+void gpuic_context_wait_idle(gpuic_context_t *ctx, unsigned spins);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUIC_CONTEXT_H */

@@ -1,0 +1,81 @@
+/*
+ * gpuic_rma.h - host-initiated RMA on an endpoint: put, get and remote atomics.
+ *
+ * Puts, gets and non-fetching atomics are non-blocking: they return once issued, and complete
+ * at the target by the next flush of the endpoint or context (gpuic_ep_flush(),
+ * gpuic_context_flush()).  Until then neither the origin buffer of a put nor the result
+ * buffer of a get may be touched.  Fetching atomics block until the result is in hand.
+ */
+#ifndef GPUIC_RMA_H
+#define GPUIC_RMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuic_ep.h"
+#include "gpuic_mr.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Remote atomic operations on 4- or 8-byte integers. */
+typedef enum gpuic_atomic_op {
+    GPUIC_ATOMIC_ADD,   /**< *raddr += value */
+    GPUIC_ATOMIC_AND,   /**< *raddr &= value */
+    GPUIC_ATOMIC_OR,    /**< *raddr |= value */
+    GPUIC_ATOMIC_XOR,   /**< *raddr ^= value */
+    GPUIC_ATOMIC_SWAP,  /**< *raddr = value (fetching only) */
+    GPUIC_ATOMIC_CSWAP  /**< if (*raddr == compare) *raddr = value (fetching only) */
+} gpuic_atomic_op_t;
+
+/**
+ * Local-completion counter: how many operations issued with it have not yet completed locally
+ * (a put's source buffer may be reused, a get's data has arrived).  Zero-initialise it.
+ */
+typedef struct gpuic_lcc {
+    uint64_t outstanding; /**< accessed atomically */
+} gpuic_lcc_t;
+
+/**
+ * Waits, progressing @p ctx, until every operation counted by @p lcc is complete locally.
+ * Remote completion of puts is not waited for.
+ */
+gpuic_status_t gpuic_lcc_wait(gpuic_context_t *ctx, gpuic_lcc_t *lcc);
+
+/** Issues a put of @p len bytes from @p buf to @p raddr under @p rkey. */
+gpuic_status_t gpuic_rma_put(gpuic_ep_t *ep, const void *buf, size_t len, uint64_t raddr,
+                             const gpuic_rkey_t *rkey);
+
+/** Issues a get of @p len bytes from @p raddr under @p rkey into @p buf. */
+gpuic_status_t gpuic_rma_get(gpuic_ep_t *ep, void *buf, size_t len, uint64_t raddr,
+                             const gpuic_rkey_t *rkey);
+
+/** gpuic_rma_put(), counted in @p lcc until the source buffer may be reused. */
+gpuic_status_t gpuic_rma_put_lcc(gpuic_ep_t *ep, const void *buf, size_t len, uint64_t raddr,
+                                 const gpuic_rkey_t *rkey, gpuic_lcc_t *lcc);
+
+/** gpuic_rma_get(), counted in @p lcc until the data has arrived. */
+gpuic_status_t gpuic_rma_get_lcc(gpuic_ep_t *ep, void *buf, size_t len, uint64_t raddr,
+                                 const gpuic_rkey_t *rkey, gpuic_lcc_t *lcc);
+
+/**
+ * Issues a non-fetching atomic (ADD, AND, OR, XOR) of @p size (4 or 8) bytes.
+ * @return GPUIC_ERR_INVALID_PARAM for SWAP/CSWAP or another size.
+ */
+gpuic_status_t gpuic_rma_atomic_post(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint64_t value,
+                                     size_t size, uint64_t raddr, const gpuic_rkey_t *rkey);
+
+/**
+ * Performs a fetching atomic of @p size (4 or 8) bytes and waits for its result: the target's
+ * old value goes to *result_p (zero-extended for size 4).  @p compare is used by CSWAP only.
+ */
+gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint64_t value,
+                                      uint64_t compare, size_t size, uint64_t raddr,
+                                      const gpuic_rkey_t *rkey, uint64_t *result_p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUIC_RMA_H */

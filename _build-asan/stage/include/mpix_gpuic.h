@@ -1,0 +1,51 @@
+/*
+ * mpix_gpuic.h - the MPIX host API of gpuic (link with -lmpix_gpuic).
+ *
+ * Every function returns an MPI error code (MPI_SUCCESS on success) and may be called between
+ * MPI_Init and MPI_Finalize, except MPIX_Gpuic_get_version, which may be called at any time.
+ */
+#ifndef MPIX_GPUIC_H
+#define MPIX_GPUIC_H
+
+#include <mpi.h>
+
+#include "mpix_gpuic_version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Capability bits returned by MPIX_Gpuic_query_capabilities(). */
+#define MPIX_GPUIC_CAP_HOST_RMA 0x1 /**< MPI RMA on host memory through gpuic windows */
+
+/** Paths a target can be served by (MPIX_Win_gpuic_target_path()). */
+#define MPIX_GPUIC_PATH_SELF   0 /**< the calling process itself */
+#define MPIX_GPUIC_PATH_DIRECT 1 /**< same node: direct loads and stores through a mapping */
+#define MPIX_GPUIC_PATH_UCX    2 /**< UCX RMA */
+
+/**
+ * Returns the version of the gpuic library linked in (which may differ from
+ * MPIX_GPUIC_VERSION_* of the headers compiled against).
+ */
+int MPIX_Gpuic_get_version(int *major, int *minor, int *patch);
+
+/** Returns in *caps the MPIX_GPUIC_CAP_* bits this build of gpuic supports. */
+int MPIX_Gpuic_query_capabilities(int *caps);
+
+/**
+ * Sets *flag to 1 when @p win is served by the gpuic component, else to 0.
+ * @return MPI_ERR_WIN for MPI_WIN_NULL or an invalid window.
+ */
+int MPIX_Win_is_gpuic(MPI_Win win, int *flag);
+
+/**
+ * Returns in *path the MPIX_GPUIC_PATH_* value that serves host RMA calls to @p rank on @p win.
+ * @return MPI_ERR_WIN when @p win is not a gpuic window; MPI_ERR_RANK for a bad rank.
+ */
+int MPIX_Win_gpuic_target_path(MPI_Win win, int rank, int *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MPIX_GPUIC_H */
