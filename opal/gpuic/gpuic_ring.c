@@ -22,7 +22,7 @@ gpuic_status_t gpuic_ring_create(uint32_t size, uint32_t id, gpuic_ring_t **ring
     if (ring->slots == NULL) {
         goto err_free_ring;
     }
-    /* Marker 0 never equals a sequence number + 1, so fresh slots read as unpublished. */
+    /* Marker 0 is no valid marker of any sequence number, so fresh slots read as unwritten. */
     ring->markers = calloc(size, sizeof(uint64_t));
     if (ring->markers == NULL) {
         goto err_free_slots;
@@ -51,10 +51,10 @@ void gpuic_ring_destroy(gpuic_ring_t *ring)
     free(ring);
 }
 
-/* True when slot seq carries the marker its producer stores last. */
-static int gpuic_ring_slot_valid(const gpuic_ring_t *ring, uint64_t seq)
+/* The marker slot seq carries now. */
+static uint64_t gpuic_ring_slot_marker(const gpuic_ring_t *ring, uint64_t seq)
 {
-    return gpuic_atomic_load_acquire_u64(&ring->markers[seq & ring->mask]) == seq + 1;
+    return gpuic_atomic_load_acquire_u64(&ring->markers[seq & ring->mask]);
 }
 
 unsigned gpuic_ring_peek(gpuic_ring_t *ring, gpuic_wqe_t *wqe, uint64_t *seq_p)
@@ -63,13 +63,24 @@ unsigned gpuic_ring_peek(gpuic_ring_t *ring, gpuic_wqe_t *wqe, uint64_t *seq_p)
     uint64_t seq = gpuic_atomic_load_relaxed_u64(&ring->consumer);
     uint64_t published = gpuic_atomic_load_acquire_u64(&ring->doorbell);
     const gpuic_wqe_ctrl_seg_t *ctrl = (const gpuic_wqe_ctrl_seg_t *)wqe;
+    uint64_t marker;
     unsigned nbb, ds;
 
-    if (published == seq || !gpuic_ring_slot_valid(ring, seq)) {
+    if (published == seq) {
         return 0;
+    }
+    marker = gpuic_ring_slot_marker(ring, seq);
+    if (marker != gpuic_ring_marker(seq, 0) && marker != gpuic_ring_marker(seq, 1)) {
+        return 0; /* published but not written: cannot happen with a correct producer */
     }
     gpuic_fence_doorbell_to_wqe();
     memcpy(wqe->bytes, gpuic_ring_slot(ring, seq), GPUIC_WQE_BB_SIZE);
+    *seq_p = seq;
+    if (marker == gpuic_ring_marker(seq, 1)) {
+        /* the rest of a WQE whose DS was too small: make sure it decodes as invalid */
+        memset(wqe->bytes, 0xff, GPUIC_WQE_SEG_SIZE);
+        return 1;
+    }
     ds = gpuic_be32toh(ctrl->qpn_ds) & 0xff;
     nbb = gpuic_wqe_ds_to_bb(ds);
     if (nbb == 0) {
@@ -82,14 +93,13 @@ unsigned gpuic_ring_peek(gpuic_ring_t *ring, gpuic_wqe_t *wqe, uint64_t *seq_p)
         nbb = (unsigned)(published - seq);
     }
     for (unsigned b = 1; b < nbb; ++b) {
-        if (!gpuic_ring_slot_valid(ring, seq + b)) {
-            nbb = b;
+        if (gpuic_ring_slot_marker(ring, seq + b) != gpuic_ring_marker(seq + b, 1)) {
+            nbb = b; /* the next WQE starts here: DS claimed more than was written */
             break;
         }
         memcpy(wqe->bytes + b * GPUIC_WQE_BB_SIZE, gpuic_ring_slot(ring, seq + b),
                GPUIC_WQE_BB_SIZE);
     }
-    *seq_p = seq;
     return nbb;
 }
 

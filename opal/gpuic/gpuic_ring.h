@@ -8,11 +8,13 @@
  *     and nothing is ever overwritten or dropped.  (A fetch-add cannot give slots back when it
  *     overshoots a full ring, which is why the one atomic is a CAS.)  n > 1 serves batches
  *     and a warp leader reserving for its lanes.
- *  2. write: the producer copies its WQEs into the slots (a two-BB WQE may wrap).
- *  3. commit: fence, then each slot's valid marker (its sequence number + 1) is stored last,
- *     then the producer waits until the doorbell record equals its first slot and advances it
- *     past its last one.  Doorbells are therefore published in reservation order, one store
- *     per batch however many WQEs it holds.
+ *  2. write: the producer copies each WQE into its slots (a two-BB WQE may wrap), fences,
+ *     and stores each slot's valid marker last.  The marker names the slot's sequence number
+ *     and whether it starts a WQE or continues one, so a WQE whose DS lies cannot swallow
+ *     the next producer's WQE: the consumer stops at the next head marker.
+ *  3. commit: the producer waits until the doorbell record equals its first slot and
+ *     advances it past its last one.  Doorbells are therefore published in reservation
+ *     order, one store per batch however many WQEs it holds.
  *  4. abandon: a producer that reserved slots and cannot fill them commits them as NOPs; the
  *     consumer skips NOPs, so an abandoned batch never leaves a hole that stalls the ring.
  *  5. consume: the consumer copies a published WQE out (so validation runs on a private copy
@@ -53,7 +55,8 @@ typedef struct gpuic_ring {
     uint64_t consumer __attribute__((aligned(64)));
     /** size slots of WQE basic blocks. */
     gpuic_ring_slot_t *slots __attribute__((aligned(64)));
-    /** Per-slot valid marker: sequence number + 1 of the BB last published there. */
+    /** Per-slot valid marker: ((sequence number + 1) << 1) | continuation, of the BB last
+     *  written there (gpuic_ring_marker()). */
     uint64_t *markers;
     uint32_t size; /**< slots, a power of two */
     uint32_t mask; /**< size - 1 */
@@ -110,9 +113,16 @@ static inline GPUIC_HOST_DEVICE gpuic_ring_slot_t *gpuic_ring_slot(gpuic_ring_t 
     return &ring->slots[seq & ring->mask];
 }
 
+/** The valid marker of the BB at @p seq: head of a WQE (@p cont 0) or a continuation. */
+static inline GPUIC_HOST_DEVICE uint64_t gpuic_ring_marker(uint64_t seq, unsigned cont)
+{
+    return ((seq + 1) << 1) | (cont ? 1u : 0u);
+}
+
 /**
  * Copies a WQE of @p nbb basic blocks into reserved slots starting at sequence number @p seq
- * (wrapping at the ring's end).  Nothing is visible to the consumer until commit.
+ * (wrapping at the ring's end), then stores their valid markers, last.  The consumer reads
+ * nothing before the commit that covers these slots.
  */
 static inline GPUIC_HOST_DEVICE void gpuic_ring_write(gpuic_ring_t *ring, uint64_t seq,
                                                       const gpuic_wqe_t *wqe, unsigned nbb)
@@ -123,11 +133,16 @@ static inline GPUIC_HOST_DEVICE void gpuic_ring_write(gpuic_ring_t *ring, uint64
             slot->words[i] = wqe->words[b * (GPUIC_WQE_BB_SIZE / 8) + i];
         }
     }
+    gpuic_fence_wqe_to_consumer();
+    for (unsigned b = 0; b < nbb; ++b) {
+        gpuic_atomic_store_release_u64(&ring->markers[(seq + b) & ring->mask],
+                                       gpuic_ring_marker(seq + b, b));
+    }
 }
 
 /**
- * Publishes the @p n slots reserved at @p start: valid markers last, then the doorbell record,
- * in reservation order (waits until every earlier reservation is published).
+ * Publishes the @p n slots reserved at @p start (all written): waits until every earlier
+ * reservation is published, then advances the doorbell record past them.
  */
 static inline GPUIC_HOST_DEVICE void gpuic_ring_commit(gpuic_ring_t *ring, uint64_t start,
                                                        unsigned n)
@@ -135,9 +150,6 @@ static inline GPUIC_HOST_DEVICE void gpuic_ring_commit(gpuic_ring_t *ring, uint6
     unsigned spins = 0;
 
     gpuic_fence_wqe_to_consumer();
-    for (unsigned i = 0; i < n; ++i) {
-        gpuic_atomic_store_release_u64(&ring->markers[(start + i) & ring->mask], start + i + 1);
-    }
     while (gpuic_atomic_load_acquire_u64(&ring->doorbell) != start) {
         gpuic_cpu_relax(++spins);
     }
@@ -168,8 +180,10 @@ static inline GPUIC_HOST_DEVICE void gpuic_ring_abandon(gpuic_ring_t *ring, uint
 /**
  * Consumer: copies the next published WQE into @p wqe and returns its size in basic blocks
  * (0 when nothing is published).  *seq_p receives its first sequence number.  The WQE's DS
- * decides its size, bounded by GPUIC_WQE_MAX_BB and by what is published, so a malformed WQE
- * costs at most its own slots.  The slots stay owned until gpuic_ring_consume().
+ * decides its size, bounded by GPUIC_WQE_MAX_BB, by what is published and by the next head
+ * marker, so a malformed WQE costs at most its own slots (it then decodes as truncated).  A
+ * stray continuation slot is returned as one BB with an invalid opcode.  The slots stay
+ * owned until gpuic_ring_consume().
  */
 unsigned gpuic_ring_peek(gpuic_ring_t *ring, gpuic_wqe_t *wqe, uint64_t *seq_p);
 

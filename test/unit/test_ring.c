@@ -118,6 +118,36 @@ static void test_single_thread(void)
     CHECK(gpuic_wqe_decode(&out, 1, &d) == GPUIC_OK && d.rkey == 2);
     gpuic_ring_consume(ring, 1);
     CHECK(gpuic_ring_peek(ring, &out, &seq) == 0);
+
+    /* a WQE whose DS claims two BBs but was written as one cannot swallow the next WQE */
+    CHECK(gpuic_ring_reserve(ring, 2, &start) == GPUIC_OK);
+    build_small(&w, 7);
+    ((gpuic_wqe_ctrl_seg_t *)&w)->qpn_ds = gpuic_htobe32(5);
+    gpuic_ring_write(ring, start, &w, 1);
+    build_small(&w, 8);
+    gpuic_ring_write(ring, start + 1, &w, 1);
+    gpuic_ring_commit(ring, start, 2);
+    CHECK(gpuic_ring_peek(ring, &out, &seq) == 1);
+    CHECK(gpuic_wqe_decode(&out, 1, &d) == GPUIC_ERR_INVALID_PARAM);
+    gpuic_ring_consume(ring, 1);
+    CHECK(gpuic_ring_peek(ring, &out, &seq) == 1);
+    CHECK(gpuic_wqe_decode(&out, 1, &d) == GPUIC_OK && d.rkey == 8);
+    gpuic_ring_consume(ring, 1);
+    /* and a two-BB WQE whose DS says one leaves a continuation slot that decodes as invalid */
+    nbb = build(&w, 1, 5, 0);
+    for (uint32_t n = 6; nbb != 2; ++n) {
+        nbb = build(&w, 1, n, 0);
+    }
+    CHECK(gpuic_ring_reserve(ring, 2, &start) == GPUIC_OK);
+    ((gpuic_wqe_ctrl_seg_t *)&w)->qpn_ds = gpuic_htobe32(3);
+    gpuic_ring_write(ring, start, &w, 2);
+    gpuic_ring_commit(ring, start, 2);
+    CHECK(gpuic_ring_peek(ring, &out, &seq) == 1);
+    gpuic_ring_consume(ring, 1);
+    CHECK(gpuic_ring_peek(ring, &out, &seq) == 1);
+    CHECK(gpuic_wqe_decode(&out, 1, &d) == GPUIC_ERR_BAD_OPCODE);
+    gpuic_ring_consume(ring, 1);
+    CHECK(gpuic_ring_peek(ring, &out, &seq) == 0);
     gpuic_ring_destroy(ring);
 }
 
