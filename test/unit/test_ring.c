@@ -145,7 +145,7 @@ static void test_single_thread(void)
     CHECK(gpuic_ring_peek(ring, &out, &seq) == 1);
     gpuic_ring_consume(ring, 1);
     CHECK(gpuic_ring_peek(ring, &out, &seq) == 1);
-    CHECK(gpuic_wqe_decode(&out, 1, &d) == GPUIC_ERR_BAD_OPCODE);
+    CHECK(gpuic_wqe_decode(&out, 1, &d) != GPUIC_OK);
     gpuic_ring_consume(ring, 1);
     CHECK(gpuic_ring_peek(ring, &out, &seq) == 0);
     gpuic_ring_destroy(ring);
