@@ -4,7 +4,7 @@
 #
 # Usage: test/run-tests.sh [PATTERN]   (only tests whose name contains PATTERN)
 #
-# Test lists: test/unit/testlist   "program [timeout]"
+# Test lists: test/unit/testlist   "program [timeout]"  (or a script under test/, e.g. fuzz/run-fuzz.sh)
 #             test/mpi/testlist    "program ranks [VAR=value ...]"  (program.sh: a script)
 #             test/device/testlist "program ranks [VAR=value ...]"  (skipped without a GPU)
 # A program passes with exit 0, is skipped with exit 77, and fails otherwise.
@@ -62,7 +62,9 @@ run_list() { # kind list
         fi
         case $kind in
         unit)
-            if [ -x "$build/test/unit/$prog" ]; then
+            if [[ $prog == *.sh ]]; then   # a script, path relative to test/
+                GPUIC_BUILD_DIR="$build" timeout "$t" bash "$top/test/$prog" </dev/null >"$log" 2>&1; rc=$?
+            elif [ -x "$build/test/unit/$prog" ]; then
                 timeout "$t" "$build/test/unit/$prog" </dev/null >"$log" 2>&1; rc=$?
             else
                 echo "not built: $prog" >"$log"; rc=1

@@ -57,8 +57,9 @@ gpuic_status_t gpuic_context_create(const gpuic_context_params_t *params, gpuic_
     }
 
     worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    worker_params.thread_mode = params->thread_multiple ? UCS_THREAD_MODE_MULTI
-                                                        : UCS_THREAD_MODE_SINGLE;
+    worker_params.thread_mode = params->thread_multiple     ? UCS_THREAD_MODE_MULTI
+                                : params->thread_serialized ? UCS_THREAD_MODE_SERIALIZED
+                                                            : UCS_THREAD_MODE_SINGLE;
     st = ucp_worker_create(ctx->context, &worker_params, &ctx->worker);
     if (st != UCS_OK) {
         gpuic_log(GPUIC_LOG_ERROR, "ucp_worker_create failed: %s", ucs_status_string(st));

@@ -95,6 +95,59 @@ gpuic_status_t gpuic_lcc_wait(gpuic_context_t *ctx, gpuic_lcc_t *lcc)
     return GPUIC_OK;
 }
 
+static void gpuic_rma_completion_done(void *request, ucs_status_t st, void *user_data)
+{
+    gpuic_rma_completion_t *comp = user_data;
+
+    ucp_request_free(request);
+    comp->cb(comp, gpuic_status_from_ucs(st));
+}
+
+/* Maps what a *_nbx call returned when a callback was given. */
+static gpuic_status_t gpuic_rma_issued_nb(ucs_status_ptr_t req)
+{
+    if (req == NULL) {
+        return GPUIC_OK;
+    }
+    if (UCS_PTR_IS_ERR(req)) {
+        return gpuic_status_from_ucs(UCS_PTR_STATUS(req));
+    }
+    return GPUIC_INPROGRESS;
+}
+
+static void gpuic_rma_param_completion(ucp_request_param_t *param, gpuic_rma_completion_t *comp)
+{
+    param->op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param->cb.send = gpuic_rma_completion_done;
+    param->user_data = comp;
+}
+
+gpuic_status_t gpuic_rma_put_nb(gpuic_ep_t *ep, const void *buf, size_t len, uint64_t raddr,
+                                const gpuic_rkey_t *rkey, gpuic_rma_completion_t *comp)
+{
+    ucp_request_param_t param = {0};
+
+    gpuic_rma_param_completion(&param, comp);
+    return gpuic_rma_issued_nb(ucp_put_nbx(ep->ep, buf, len, raddr, rkey->rkey, &param));
+}
+
+gpuic_status_t gpuic_rma_get_nb(gpuic_ep_t *ep, void *buf, size_t len, uint64_t raddr,
+                                const gpuic_rkey_t *rkey, gpuic_rma_completion_t *comp)
+{
+    ucp_request_param_t param = {0};
+
+    gpuic_rma_param_completion(&param, comp);
+    return gpuic_rma_issued_nb(ucp_get_nbx(ep->ep, buf, len, raddr, rkey->rkey, &param));
+}
+
+gpuic_status_t gpuic_context_flush_nb(gpuic_context_t *ctx, gpuic_rma_completion_t *comp)
+{
+    ucp_request_param_t param = {0};
+
+    gpuic_rma_param_completion(&param, comp);
+    return gpuic_rma_issued_nb(ucp_worker_flush_nbx(ctx->worker, &param));
+}
+
 static int gpuic_rma_atomic_ucp_op(gpuic_atomic_op_t op, ucp_atomic_op_t *ucp_op)
 {
     switch (op) {

@@ -1,0 +1,74 @@
+/*
+ * gpuic_keytable.h - a window's table of remotely accessible regions, the meaning of a WQE's
+ * rkey field on the proxy path.
+ *
+ * A WQE does not carry a transport key the consumer would trust.  Its 32-bit rkey names a
+ * table entry (low index_bits bits) and that entry's generation (the other bits).  The
+ * consumer checks the index, the generation, that the entry is live and that the whole access
+ * lies inside the region before it touches memory.  Removing an entry bumps its generation, so
+ * a WQE built with the old key is refused even after the slot is reused.  Each table starts
+ * its generations at a random value, so a key from one table (or one run) is unlikely to be
+ * valid in another.
+ */
+#ifndef GPUIC_KEYTABLE_H
+#define GPUIC_KEYTABLE_H
+
+#include <stdint.h>
+
+#include "gpuic_ep.h"
+#include "gpuic_mr.h"
+#include "gpuic_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gpuic_keytable gpuic_keytable_t;
+
+/** A registered remote region as the consumer needs it. */
+typedef struct gpuic_keytable_entry {
+    gpuic_ep_t   *ep;     /**< endpoint to the region's owner */
+    gpuic_rkey_t *rkey;   /**< unpacked UCX key of the region (owned by the caller) */
+    uint64_t     base;    /**< remote address of the region's first byte */
+    uint64_t     len;     /**< region length in bytes */
+    uint32_t     target;  /**< target number (completion counter index) the region belongs to */
+} gpuic_keytable_entry_t;
+
+/**
+ * Creates a table of @p size entries (1 .. 65536).
+ * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM or GPUIC_ERR_NO_MEMORY.
+ */
+gpuic_status_t gpuic_keytable_create(uint32_t size, gpuic_keytable_t **kt_p);
+
+/** Destroys a table (the keys and endpoints its entries name are the caller's). */
+void gpuic_keytable_destroy(gpuic_keytable_t *kt);
+
+/**
+ * Adds a region; *key_p receives the key WQEs put in their rkey field.  Thread-safe.
+ * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM (no ep or rkey, or base + len overflows) or
+ *         GPUIC_ERR_NO_RESOURCE (table full).
+ */
+gpuic_status_t gpuic_keytable_insert(gpuic_keytable_t *kt, const gpuic_keytable_entry_t *entry,
+                                     uint32_t *key_p);
+
+/**
+ * Removes the region named by @p key and bumps its generation, so the key stops validating.
+ * Call it once no WQE carrying the key is outstanding (after a flush); thread-safe.
+ * @return GPUIC_OK or GPUIC_ERR_BAD_KEY.
+ */
+gpuic_status_t gpuic_keytable_remove(gpuic_keytable_t *kt, uint32_t key);
+
+/**
+ * Validates an access of @p len bytes at @p raddr under @p key and returns its entry.
+ * Overflow-safe: raddr + len is never computed.
+ * @return GPUIC_OK, GPUIC_ERR_BAD_KEY (index out of range, entry not live, stale generation)
+ *         or GPUIC_ERR_OUT_OF_RANGE (not wholly inside the region).
+ */
+gpuic_status_t gpuic_keytable_lookup(const gpuic_keytable_t *kt, uint32_t key, uint64_t raddr,
+                                     uint64_t len, const gpuic_keytable_entry_t **entry_p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUIC_KEYTABLE_H */

@@ -1,0 +1,778 @@
+#include "gpuic_proxy.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuic_log.h"
+#include "gpuic_proxy_internal.h"
+#include "gpuic_rma.h"
+
+#define GPUIC_PROXY_DEFAULT_SPIN_ROUNDS 2000
+#define GPUIC_PROXY_DEFAULT_MAX_SLEEP_US 1000
+#define GPUIC_PROXY_DEFAULT_MAX_MSG (1u << 30)
+
+typedef struct gpuic_proxy_round gpuic_proxy_round_t;
+
+/* One WQE in flight: the private copy the proxy validated and executes (an inline payload is
+ * read from it, so it lives until UCX is done with the payload). */
+typedef struct gpuic_proxy_op {
+    gpuic_rma_completion_t comp;
+    struct gpuic_proxy_op *next_free;
+    gpuic_proxy_t *proxy;
+    gpuic_proxy_round_t *round;
+    gpuic_wqe_t wqe;
+} gpuic_proxy_op_t;
+
+/* What a round owes one (window, target): applied when the round completes. */
+typedef struct gpuic_proxy_tally {
+    gpuic_cmpl_t *cmpl;
+    uint32_t target;
+    uint32_t count;
+    uint32_t failed;
+} gpuic_proxy_tally_t;
+
+typedef struct gpuic_proxy_pending_cqe {
+    gpuic_cq_t *cq;
+    gpuic_cmpl_t *cmpl;
+    gpuic_cqe_t cqe;
+} gpuic_proxy_pending_cqe_t;
+
+struct gpuic_proxy_round {
+    gpuic_rma_completion_t flush_comp;
+    gpuic_proxy_round_t *next;
+    int flush_done;
+    gpuic_status_t flush_status;
+    unsigned local_pending;   /* operations whose local completion is outstanding */
+    int local_applied;
+    uint64_t stamp;           /* round number: marks tallies of this round in the queues */
+    gpuic_proxy_tally_t *tallies;
+    unsigned ntallies, tally_cap;
+    gpuic_proxy_pending_cqe_t *cqes;
+    unsigned ncqes, cqe_cap;
+};
+
+/* An attached queue and its per-target bookkeeping for the round being built. */
+typedef struct gpuic_proxy_attached {
+    gpuic_proxy_queue_t q;
+    uint64_t *tally_stamp;    /* per target: round that last tallied it */
+    unsigned *tally_index;    /* per target: its tally in that round */
+} gpuic_proxy_attached_t;
+
+struct gpuic_proxy {
+    gpuic_proxy_params_t params;
+    pthread_t thread;
+    int started;
+
+    /* Held by the proxy thread while it works; pausers take it to own the context. */
+    pthread_mutex_t ctx_lock;
+    uint32_t pause_requests;  /* atomic */
+    uint32_t stop;            /* atomic */
+
+    /* Idle sleep: the thread waits on wake_cond; producers signal it. */
+    pthread_mutex_t wake_lock;
+    pthread_cond_t wake_cond;
+    uint32_t sleeping;        /* atomic */
+
+    gpuic_proxy_attached_t *queues;   /* under ctx_lock */
+    unsigned nqueues;
+
+    gpuic_proxy_round_t *fifo_head, *fifo_tail, *free_rounds;
+    gpuic_proxy_op_t *free_ops;
+    uint64_t round_stamp;
+
+    uint64_t stat_wqes, stat_errors, stat_rounds, stat_sleeps; /* atomic (read by stats) */
+};
+
+/* ---- rounds and operations ---- */
+
+static gpuic_proxy_op_t *gpuic_proxy_op_get(gpuic_proxy_t *proxy)
+{
+    gpuic_proxy_op_t *op = proxy->free_ops;
+
+    if (op != NULL) {
+        proxy->free_ops = op->next_free;
+        return op;
+    }
+    op = aligned_alloc(GPUIC_WQE_BB_SIZE, sizeof(*op));
+    if (op != NULL) {
+        op->proxy = proxy;
+    }
+    return op;
+}
+
+static void gpuic_proxy_op_put(gpuic_proxy_op_t *op)
+{
+    op->next_free = op->proxy->free_ops;
+    op->proxy->free_ops = op;
+}
+
+static void gpuic_proxy_op_done(gpuic_rma_completion_t *comp, gpuic_status_t status)
+{
+    gpuic_proxy_op_t *op = (gpuic_proxy_op_t *)((char *)comp - offsetof(gpuic_proxy_op_t, comp));
+
+    if (status != GPUIC_OK) {
+        /* the remote side of the failure surfaces in the round's flush as well */
+        gpuic_log(GPUIC_LOG_ERROR, "proxy: operation failed: %s", gpuic_status_string(status));
+        op->round->flush_status = status;
+    }
+    op->round->local_pending--;
+    gpuic_proxy_op_put(op);
+}
+
+static void gpuic_proxy_flush_done(gpuic_rma_completion_t *comp, gpuic_status_t status)
+{
+    gpuic_proxy_round_t *round = (gpuic_proxy_round_t *)comp;
+
+    if (status != GPUIC_OK) {
+        round->flush_status = status;
+    }
+    round->flush_done = 1;
+}
+
+static gpuic_proxy_round_t *gpuic_proxy_round_get(gpuic_proxy_t *proxy)
+{
+    gpuic_proxy_round_t *round = proxy->free_rounds;
+
+    if (round != NULL) {
+        proxy->free_rounds = round->next;
+    } else {
+        round = calloc(1, sizeof(*round));
+        if (round == NULL) {
+            return NULL;
+        }
+    }
+    round->flush_comp.cb = gpuic_proxy_flush_done;
+    round->next = NULL;
+    round->flush_done = 0;
+    round->flush_status = GPUIC_OK;
+    round->local_pending = 0;
+    round->local_applied = 0;
+    round->ntallies = 0;
+    round->ncqes = 0;
+    round->stamp = ++proxy->round_stamp;
+    return round;
+}
+
+/* Grows an array of elem_size elements to hold at least one more; 0 on allocation failure. */
+static int gpuic_proxy_grow(void **array, unsigned *cap, unsigned n, size_t elem_size)
+{
+    void *bigger;
+    unsigned new_cap;
+
+    if (n < *cap) {
+        return 1;
+    }
+    new_cap = *cap ? *cap * 2 : 16;
+    bigger = realloc(*array, new_cap * elem_size);
+    if (bigger == NULL) {
+        return 0;
+    }
+    *array = bigger;
+    *cap = new_cap;
+    return 1;
+}
+
+/* The round's tally for (queue's window, target), created on first use. */
+static gpuic_proxy_tally_t *gpuic_proxy_tally(gpuic_proxy_round_t *round,
+                                              gpuic_proxy_attached_t *a, uint32_t target)
+{
+    gpuic_proxy_tally_t *t;
+
+    if (a->tally_stamp[target] == round->stamp) {
+        return &round->tallies[a->tally_index[target]];
+    }
+    if (!gpuic_proxy_grow((void **)&round->tallies, &round->tally_cap, round->ntallies,
+                          sizeof(*round->tallies))) {
+        return NULL;
+    }
+    a->tally_stamp[target] = round->stamp;
+    a->tally_index[target] = round->ntallies;
+    t = &round->tallies[round->ntallies++];
+    t->cmpl = a->q.cmpl;
+    t->target = target;
+    t->count = 0;
+    t->failed = 0;
+    return t;
+}
+
+static void gpuic_proxy_cqe_add(gpuic_proxy_round_t *round, gpuic_proxy_attached_t *a,
+                                const gpuic_wqe_desc_t *d, gpuic_status_t status)
+{
+    gpuic_proxy_pending_cqe_t *p;
+
+    if (a->q.cq == NULL) {
+        return;
+    }
+    if (!gpuic_proxy_grow((void **)&round->cqes, &round->cqe_cap, round->ncqes,
+                          sizeof(*round->cqes))) {
+        gpuic_cmpl_set_error(a->q.cmpl, GPUIC_ERR_NO_MEMORY);
+        return;
+    }
+    p = &round->cqes[round->ncqes++];
+    p->cq = a->q.cq;
+    p->cmpl = a->q.cmpl;
+    p->cqe.ring_id = a->q.ring->id;
+    p->cqe.target = d->target;
+    p->cqe.wqe_index = d->wqe_index;
+    p->cqe.opcode = d->opcode;
+    p->cqe.reserved = 0;
+    p->cqe.status = status;
+}
+
+/* ---- validation and execution ---- */
+
+/* Looks up a key for an access and checks the region belongs to the WQE's target. */
+static gpuic_status_t gpuic_proxy_check(const gpuic_proxy_attached_t *a, uint32_t target,
+                                        uint32_t rkey, uint64_t raddr, uint64_t len,
+                                        const gpuic_keytable_entry_t **e_p)
+{
+    gpuic_status_t status = gpuic_keytable_lookup(a->q.keys, rkey, raddr, len, e_p);
+
+    if (status == GPUIC_OK && (*e_p)->target != target) {
+        return GPUIC_ERR_BAD_KEY; /* a key of another target's region */
+    }
+    return status;
+}
+
+/* Issues a decoded, structurally valid WQE.  Returns GPUIC_OK when the operation is locally
+ * complete, GPUIC_INPROGRESS when op->comp will report it (the op is then kept), or the
+ * error that rejects it (nothing was touched). */
+static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t *a,
+                                          gpuic_proxy_op_t *op, const gpuic_wqe_desc_t *d)
+{
+    const gpuic_keytable_entry_t *e, *se;
+    gpuic_status_t status;
+    uint64_t old;
+
+    if (d->len > proxy->params.max_msg_size) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    if (d->flags & GPUIC_WQE_CTRL_FENCE) {
+        /* hardware semantics: earlier WQEs complete before this one starts */
+        status = gpuic_context_flush(proxy->params.ctx);
+        if (status != GPUIC_OK) {
+            return status;
+        }
+    }
+    switch (d->opcode) {
+    case GPUIC_WQE_OP_FLUSH:
+        return GPUIC_OK; /* completes with its round, after every earlier WQE */
+    case GPUIC_WQE_OP_RDMA_WRITE:
+    case GPUIC_WQE_OP_RDMA_READ:
+        status = gpuic_proxy_check(a, d->target, d->rkey, d->raddr, d->len, &e);
+        if (status != GPUIC_OK) {
+            return status;
+        }
+        if (d->len == 0) {
+            return GPUIC_OK;
+        }
+        if (d->inline_data == NULL && d->laddr == 0) {
+            return GPUIC_ERR_INVALID_PARAM;
+        }
+        if (proxy->params.on_issue != NULL) {
+            proxy->params.on_issue(proxy->params.on_issue_arg, d);
+        }
+        if (d->opcode == GPUIC_WQE_OP_RDMA_READ) {
+            return gpuic_rma_get_nb(e->ep, (void *)(uintptr_t)d->laddr, d->len, d->raddr,
+                                    e->rkey, &op->comp);
+        }
+        return gpuic_rma_put_nb(e->ep, d->inline_data != NULL ? (const void *)d->inline_data
+                                                              : (const void *)(uintptr_t)d->laddr,
+                                d->len, d->raddr, e->rkey, &op->comp);
+    case GPUIC_WQE_OP_ATOMIC_FA:
+    case GPUIC_WQE_OP_ATOMIC_CS:
+        status = gpuic_proxy_check(a, d->target, d->rkey, d->raddr, 8, &e);
+        if (status != GPUIC_OK) {
+            return status;
+        }
+        if (d->raddr % 8 != 0 || d->laddr == 0) {
+            return GPUIC_ERR_INVALID_PARAM;
+        }
+        if (proxy->params.on_issue != NULL) {
+            proxy->params.on_issue(proxy->params.on_issue_arg, d);
+        }
+        /* The proxy executes atomics in host byte order (the WQE operands are big-endian,
+         * as on the wire; the decoder converted them). */
+        status = gpuic_rma_atomic_fetch(e->ep, d->opcode == GPUIC_WQE_OP_ATOMIC_FA
+                                                   ? GPUIC_ATOMIC_ADD : GPUIC_ATOMIC_CSWAP,
+                                        d->swap_add, d->compare, 8, d->raddr, e->rkey, &old);
+        if (status == GPUIC_OK) {
+            memcpy((void *)(uintptr_t)d->laddr, &old, sizeof(old));
+        }
+        return status;
+    case GPUIC_WQE_OP_ACCUMULATE:
+        status = gpuic_proxy_check(a, d->target, d->rkey, d->raddr, d->len, &e);
+        if (status != GPUIC_OK) {
+            return status;
+        }
+        if (proxy->params.on_issue != NULL) {
+            proxy->params.on_issue(proxy->params.on_issue_arg, d);
+        }
+        return gpuic_proxy_accumulate(e->ep, e->rkey, d);
+    case GPUIC_WQE_OP_PUT_SIGNAL:
+        status = gpuic_proxy_check(a, d->target, d->rkey, d->raddr, d->len, &e);
+        if (status == GPUIC_OK) {
+            status = gpuic_proxy_check(a, d->target, d->sig_rkey, d->sig_raddr, 8, &se);
+        }
+        if (status != GPUIC_OK) {
+            return status;
+        }
+        if (d->sig_raddr % 8 != 0 || (d->len != 0 && d->laddr == 0)) {
+            return GPUIC_ERR_INVALID_PARAM;
+        }
+        if (proxy->params.on_issue != NULL) {
+            proxy->params.on_issue(proxy->params.on_issue_arg, d);
+        }
+        if (d->len != 0) {
+            status = gpuic_rma_put(e->ep, (const void *)(uintptr_t)d->laddr, d->len, d->raddr,
+                                   e->rkey);
+            /* the data must be complete at the target before the signal can be seen */
+            if (status == GPUIC_OK) {
+                status = gpuic_ep_flush(e->ep);
+            }
+        }
+        if (status != GPUIC_OK) {
+            return status;
+        }
+        if (d->ext_op == GPUIC_SIGNAL_ADD) {
+            return gpuic_rma_atomic_post(se->ep, GPUIC_ATOMIC_ADD, d->ext_value, 8,
+                                         d->sig_raddr, se->rkey);
+        }
+        return gpuic_rma_atomic_fetch(se->ep, GPUIC_ATOMIC_SWAP, d->ext_value, 0, 8,
+                                      d->sig_raddr, se->rkey, &old);
+    }
+    return GPUIC_ERR_BAD_OPCODE;
+}
+
+/* Consumes one WQE copied into op: decode, execute, account in the round.  The op is
+ * returned to the free list unless UCX still holds it. */
+static void gpuic_proxy_process(gpuic_proxy_t *proxy, gpuic_proxy_attached_t *a,
+                                gpuic_proxy_round_t *round, gpuic_proxy_op_t *op, unsigned nbb)
+{
+    gpuic_wqe_desc_t d;
+    gpuic_proxy_tally_t *tally;
+    gpuic_status_t status;
+
+    status = gpuic_wqe_decode(&op->wqe, nbb, &d);
+    if (status == GPUIC_OK && d.opcode == GPUIC_WQE_OP_NOP) {
+        gpuic_proxy_op_put(op); /* abandoned slots: nothing posted, nothing counted */
+        return;
+    }
+    if (d.target >= a->q.cmpl->ntargets) {
+        /* no counter to complete; the error word is all the window can learn */
+        gpuic_log(GPUIC_LOG_DEBUG, "proxy: ring %u WQE %u names target %u of %u",
+                  a->q.ring->id, d.wqe_index, d.target, a->q.cmpl->ntargets);
+        gpuic_cmpl_set_error(a->q.cmpl, GPUIC_ERR_INVALID_PARAM);
+        __atomic_fetch_add(&proxy->stat_errors, 1, __ATOMIC_RELAXED);
+        gpuic_proxy_op_put(op);
+        return;
+    }
+    tally = gpuic_proxy_tally(round, a, d.target);
+    if (tally == NULL) {
+        status = GPUIC_ERR_NO_MEMORY; /* still completes: as an error, right now */
+        gpuic_cmpl_complete_local(a->q.cmpl, d.target, 1);
+        gpuic_cmpl_complete(a->q.cmpl, d.target, 1, 1);
+    } else {
+        tally->count++;
+        if (status == GPUIC_OK) {
+            op->round = round;
+            status = gpuic_proxy_execute(proxy, a, op, &d);
+        }
+    }
+    if (status == GPUIC_INPROGRESS) {
+        round->local_pending++;
+        status = GPUIC_OK;
+    } else {
+        gpuic_proxy_op_put(op);
+    }
+    if (status != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_DEBUG, "proxy: ring %u WQE %u (opcode 0x%x, target %u) rejected: %s",
+                  a->q.ring->id, d.wqe_index, d.opcode, d.target, gpuic_status_string(status));
+        if (tally != NULL) {
+            tally->failed++;
+        }
+        gpuic_cmpl_set_error(a->q.cmpl, status);
+        __atomic_fetch_add(&proxy->stat_errors, 1, __ATOMIC_RELAXED);
+        gpuic_proxy_cqe_add(round, a, &d, status);
+    } else if (d.flags & GPUIC_WQE_CTRL_CQ_UPDATE) {
+        gpuic_proxy_cqe_add(round, a, &d, GPUIC_OK);
+    }
+}
+
+/* One round: drain every ring up to the doorbell sampled now, then flush.  Returns the
+ * number of WQEs consumed. */
+static unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
+{
+    gpuic_proxy_round_t *round;
+    unsigned consumed = 0;
+    uint64_t *limits;
+    gpuic_status_t status;
+
+    if (proxy->nqueues == 0) {
+        return 0;
+    }
+    limits = __builtin_alloca(proxy->nqueues * sizeof(*limits));
+    for (unsigned i = 0; i < proxy->nqueues; ++i) {
+        limits[i] = gpuic_ring_doorbell(proxy->queues[i].q.ring);
+        if (limits[i] != gpuic_ring_consumer_index(proxy->queues[i].q.ring)) {
+            consumed = 1;
+        }
+    }
+    if (!consumed) {
+        return 0;
+    }
+    consumed = 0;
+    round = gpuic_proxy_round_get(proxy);
+    if (round == NULL) {
+        return 0; /* retried next time round; nothing was consumed */
+    }
+    for (unsigned i = 0; i < proxy->nqueues; ++i) {
+        gpuic_proxy_attached_t *a = &proxy->queues[i];
+
+        while (gpuic_ring_consumer_index(a->q.ring) < limits[i]) {
+            gpuic_proxy_op_t *op = gpuic_proxy_op_get(proxy);
+            uint64_t seq;
+            unsigned nbb;
+
+            if (op == NULL) {
+                break;
+            }
+            op->comp.cb = gpuic_proxy_op_done;
+            nbb = gpuic_ring_peek(a->q.ring, &op->wqe, &seq);
+            if (nbb == 0) {
+                gpuic_proxy_op_put(op);
+                break;
+            }
+            /* the slots can go back to producers: op holds a private copy */
+            gpuic_ring_consume(a->q.ring, nbb);
+            gpuic_proxy_process(proxy, a, round, op, nbb);
+            consumed++;
+        }
+    }
+    __atomic_fetch_add(&proxy->stat_wqes, consumed, __ATOMIC_RELAXED);
+    if (round->ntallies == 0 && round->ncqes == 0) {
+        round->next = proxy->free_rounds; /* only NOPs */
+        proxy->free_rounds = round;
+        return consumed;
+    }
+    __atomic_fetch_add(&proxy->stat_rounds, 1, __ATOMIC_RELAXED);
+    status = gpuic_context_flush_nb(proxy->params.ctx, &round->flush_comp);
+    if (status != GPUIC_INPROGRESS) {
+        gpuic_proxy_flush_done(&round->flush_comp, status);
+    }
+    if (proxy->fifo_tail != NULL) {
+        proxy->fifo_tail->next = round;
+    } else {
+        proxy->fifo_head = round;
+    }
+    proxy->fifo_tail = round;
+    return consumed;
+}
+
+/* Applies completed rounds, oldest first, stopping at the first incomplete one. */
+static void gpuic_proxy_retire(gpuic_proxy_t *proxy)
+{
+    gpuic_proxy_round_t *round;
+
+    while ((round = proxy->fifo_head) != NULL) {
+        if (!round->local_applied) {
+            if (round->local_pending != 0) {
+                return;
+            }
+            for (unsigned i = 0; i < round->ntallies; ++i) {
+                gpuic_cmpl_complete_local(round->tallies[i].cmpl, round->tallies[i].target,
+                                          round->tallies[i].count);
+            }
+            round->local_applied = 1;
+        }
+        if (!round->flush_done) {
+            return;
+        }
+        for (unsigned i = 0; i < round->ncqes; ++i) {
+            gpuic_proxy_pending_cqe_t *p = &round->cqes[i];
+            if (round->flush_status != GPUIC_OK && p->cqe.status == GPUIC_OK) {
+                p->cqe.status = round->flush_status;
+            }
+            if (gpuic_cq_push(p->cq, &p->cqe) != GPUIC_OK) {
+                gpuic_cmpl_set_error(p->cmpl, GPUIC_ERR_NO_RESOURCE);
+            }
+        }
+        for (unsigned i = 0; i < round->ntallies; ++i) {
+            gpuic_proxy_tally_t *t = &round->tallies[i];
+            if (round->flush_status != GPUIC_OK) {
+                /* the transport lost the round: every WQE in it may have failed */
+                gpuic_cmpl_set_error(t->cmpl, round->flush_status);
+                t->failed = t->count;
+            }
+            gpuic_cmpl_complete(t->cmpl, t->target, t->count, t->failed);
+        }
+        proxy->fifo_head = round->next;
+        if (proxy->fifo_head == NULL) {
+            proxy->fifo_tail = NULL;
+        }
+        round->next = proxy->free_rounds;
+        proxy->free_rounds = round;
+    }
+}
+
+/* ---- the thread ---- */
+
+static void gpuic_proxy_sleep(gpuic_proxy_t *proxy, uint64_t ns)
+{
+    struct timespec deadline;
+
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_nsec += (long)ns;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&proxy->wake_lock);
+    __atomic_store_n(&proxy->sleeping, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&proxy->stop, __ATOMIC_ACQUIRE) &&
+        !__atomic_load_n(&proxy->pause_requests, __ATOMIC_ACQUIRE)) {
+        (void)pthread_cond_timedwait(&proxy->wake_cond, &proxy->wake_lock, &deadline);
+    }
+    __atomic_store_n(&proxy->sleeping, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&proxy->wake_lock);
+}
+
+/* Progress until every round is retired (used when stopping and removing a ring). */
+static void gpuic_proxy_drain_locked(gpuic_proxy_t *proxy)
+{
+    unsigned spins = 0;
+
+    while (gpuic_proxy_round(proxy) != 0 || proxy->fifo_head != NULL) {
+        if (gpuic_context_progress(proxy->params.ctx) == 0) {
+            gpuic_context_wait_idle(proxy->params.ctx, ++spins);
+        }
+        gpuic_proxy_retire(proxy);
+    }
+}
+
+static void *gpuic_proxy_main(void *arg)
+{
+    gpuic_proxy_t *proxy = arg;
+    uint64_t sleep_ns = 1000;
+    unsigned idle = 0;
+
+    while (!__atomic_load_n(&proxy->stop, __ATOMIC_ACQUIRE)) {
+        unsigned work;
+        int outstanding;
+
+        if (__atomic_load_n(&proxy->pause_requests, __ATOMIC_ACQUIRE)) {
+            /* let a pauser take ctx_lock: mutexes are not fair */
+            gpuic_proxy_sleep(proxy, 50000);
+            continue;
+        }
+        pthread_mutex_lock(&proxy->ctx_lock);
+        work = gpuic_proxy_round(proxy);
+        /* Progress is the costly part of an idle wake-up (it polls every transport), and an
+         * idle proxy has nothing in flight: while sleeping, only every 16th wake-up
+         * progresses, for the transport's own housekeeping. */
+        if (work != 0 || proxy->fifo_head != NULL || idle < proxy->params.spin_rounds ||
+            (idle & 15) == 0) {
+            work += gpuic_context_progress(proxy->params.ctx);
+        }
+        gpuic_proxy_retire(proxy);
+        outstanding = proxy->fifo_head != NULL;
+        pthread_mutex_unlock(&proxy->ctx_lock);
+
+        if (work != 0) {
+            idle = 0;
+            sleep_ns = 1000;
+        } else if (outstanding || idle < proxy->params.spin_rounds) {
+            /* UCX has work in flight, or the burst may not be over: keep polling, but let
+             * a producer on the same core run */
+            gpuic_context_wait_idle(proxy->params.ctx, ++idle);
+        } else {
+            idle++;
+            __atomic_fetch_add(&proxy->stat_sleeps, 1, __ATOMIC_RELAXED);
+            gpuic_proxy_sleep(proxy, sleep_ns);
+            if (sleep_ns < (uint64_t)proxy->params.max_sleep_us * 1000) {
+                sleep_ns *= 2;
+            }
+        }
+    }
+    pthread_mutex_lock(&proxy->ctx_lock);
+    gpuic_proxy_drain_locked(proxy);
+    pthread_mutex_unlock(&proxy->ctx_lock);
+    return NULL;
+}
+
+/* ---- public ---- */
+
+gpuic_status_t gpuic_proxy_create(const gpuic_proxy_params_t *params, gpuic_proxy_t **proxy_p)
+{
+    gpuic_proxy_t *proxy;
+
+    if (params == NULL || params->ctx == NULL) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    proxy = calloc(1, sizeof(*proxy));
+    if (proxy == NULL) {
+        return GPUIC_ERR_NO_MEMORY;
+    }
+    proxy->params = *params;
+    if (proxy->params.spin_rounds == 0) {
+        proxy->params.spin_rounds = GPUIC_PROXY_DEFAULT_SPIN_ROUNDS;
+    }
+    if (proxy->params.max_sleep_us == 0) {
+        proxy->params.max_sleep_us = GPUIC_PROXY_DEFAULT_MAX_SLEEP_US;
+    }
+    if (proxy->params.max_msg_size == 0) {
+        proxy->params.max_msg_size = GPUIC_PROXY_DEFAULT_MAX_MSG;
+    }
+    pthread_mutex_init(&proxy->ctx_lock, NULL);
+    pthread_mutex_init(&proxy->wake_lock, NULL);
+    pthread_cond_init(&proxy->wake_cond, NULL);
+    *proxy_p = proxy;
+    return GPUIC_OK;
+}
+
+static void gpuic_proxy_free_lists(gpuic_proxy_t *proxy)
+{
+    while (proxy->free_ops != NULL) {
+        gpuic_proxy_op_t *op = proxy->free_ops;
+        proxy->free_ops = op->next_free;
+        free(op);
+    }
+    while (proxy->free_rounds != NULL) {
+        gpuic_proxy_round_t *round = proxy->free_rounds;
+        proxy->free_rounds = round->next;
+        free(round->tallies);
+        free(round->cqes);
+        free(round);
+    }
+}
+
+void gpuic_proxy_destroy(gpuic_proxy_t *proxy)
+{
+    if (proxy == NULL) {
+        return;
+    }
+    if (proxy->started) {
+        __atomic_store_n(&proxy->stop, 1, __ATOMIC_RELEASE);
+        gpuic_proxy_wake(proxy);
+        pthread_join(proxy->thread, NULL);
+    }
+    for (unsigned i = 0; i < proxy->nqueues; ++i) {
+        free(proxy->queues[i].tally_stamp);
+        free(proxy->queues[i].tally_index);
+    }
+    free(proxy->queues);
+    gpuic_proxy_free_lists(proxy);
+    pthread_cond_destroy(&proxy->wake_cond);
+    pthread_mutex_destroy(&proxy->wake_lock);
+    pthread_mutex_destroy(&proxy->ctx_lock);
+    free(proxy);
+}
+
+gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *queue)
+{
+    gpuic_proxy_attached_t *queues, *a;
+    gpuic_status_t status = GPUIC_OK;
+    int rc;
+
+    if (queue->ring == NULL || queue->keys == NULL || queue->cmpl == NULL) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    gpuic_proxy_pause(proxy);
+    queues = realloc(proxy->queues, (proxy->nqueues + 1) * sizeof(*queues));
+    if (queues == NULL) {
+        status = GPUIC_ERR_NO_MEMORY;
+        goto out_resume;
+    }
+    proxy->queues = queues;
+    a = &queues[proxy->nqueues];
+    a->q = *queue;
+    a->tally_stamp = calloc(queue->cmpl->ntargets, sizeof(*a->tally_stamp));
+    a->tally_index = calloc(queue->cmpl->ntargets, sizeof(*a->tally_index));
+    if (a->tally_stamp == NULL || a->tally_index == NULL) {
+        free(a->tally_stamp);
+        free(a->tally_index);
+        status = GPUIC_ERR_NO_MEMORY;
+        goto out_resume;
+    }
+    proxy->nqueues++;
+    if (!proxy->started) {
+        rc = pthread_create(&proxy->thread, NULL, gpuic_proxy_main, proxy);
+        if (rc != 0) {
+            gpuic_log(GPUIC_LOG_ERROR, "proxy: cannot start its thread: %s", strerror(rc));
+            proxy->nqueues--;
+            free(a->tally_stamp);
+            free(a->tally_index);
+            status = GPUIC_ERR_TRANSPORT;
+            goto out_resume;
+        }
+        proxy->started = 1;
+    }
+out_resume:
+    gpuic_proxy_resume(proxy);
+    return status;
+}
+
+gpuic_status_t gpuic_proxy_remove(gpuic_proxy_t *proxy, gpuic_ring_t *ring)
+{
+    gpuic_status_t status = GPUIC_ERR_INVALID_PARAM;
+
+    gpuic_proxy_pause(proxy);
+    for (unsigned i = 0; i < proxy->nqueues; ++i) {
+        if (proxy->queues[i].q.ring != ring) {
+            continue;
+        }
+        /* complete what was consumed: its rounds point into this queue's window */
+        gpuic_proxy_drain_locked(proxy);
+        free(proxy->queues[i].tally_stamp);
+        free(proxy->queues[i].tally_index);
+        proxy->queues[i] = proxy->queues[--proxy->nqueues];
+        status = GPUIC_OK;
+        break;
+    }
+    gpuic_proxy_resume(proxy);
+    return status;
+}
+
+void gpuic_proxy_pause(gpuic_proxy_t *proxy)
+{
+    __atomic_fetch_add(&proxy->pause_requests, 1, __ATOMIC_ACQ_REL);
+    gpuic_proxy_wake(proxy);
+    pthread_mutex_lock(&proxy->ctx_lock);
+}
+
+void gpuic_proxy_resume(gpuic_proxy_t *proxy)
+{
+    pthread_mutex_unlock(&proxy->ctx_lock);
+    __atomic_fetch_sub(&proxy->pause_requests, 1, __ATOMIC_ACQ_REL);
+    gpuic_proxy_wake(proxy);
+}
+
+void gpuic_proxy_wake(gpuic_proxy_t *proxy)
+{
+    if (!__atomic_load_n(&proxy->sleeping, __ATOMIC_SEQ_CST)) {
+        return;
+    }
+    pthread_mutex_lock(&proxy->wake_lock);
+    pthread_cond_signal(&proxy->wake_cond);
+    pthread_mutex_unlock(&proxy->wake_lock);
+}
+
+void gpuic_proxy_stats(gpuic_proxy_t *proxy, gpuic_proxy_stats_t *stats)
+{
+    clockid_t cid;
+    struct timespec ts;
+
+    stats->wqes = __atomic_load_n(&proxy->stat_wqes, __ATOMIC_RELAXED);
+    stats->errors = __atomic_load_n(&proxy->stat_errors, __ATOMIC_RELAXED);
+    stats->rounds = __atomic_load_n(&proxy->stat_rounds, __ATOMIC_RELAXED);
+    stats->sleeps = __atomic_load_n(&proxy->stat_sleeps, __ATOMIC_RELAXED);
+    stats->cpu_ns = 0;
+    if (proxy->started && pthread_getcpuclockid(proxy->thread, &cid) == 0 &&
+        clock_gettime(cid, &ts) == 0) {
+        stats->cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    }
+}

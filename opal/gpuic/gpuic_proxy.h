@@ -1,0 +1,125 @@
+/*
+ * gpuic_proxy.h - the proxy_ucx engine: a progress thread that drains send-queue rings,
+ * validates every WQE and executes it with UCX.
+ *
+ * Worker ownership: the proxy drives one gpuic context whose worker it progresses from its
+ * own thread.  The context must be created with thread_serialized (or thread_multiple): the
+ * proxy thread is its main user, and any other thread that needs the context (to create
+ * endpoints, register memory, unpack keys for a new window) brackets those calls with
+ * gpuic_proxy_pause()/gpuic_proxy_resume().  A serialized worker keeps UCX's fast path
+ * lock-free, which a thread_multiple worker would not; the pauses happen at setup only.
+ *
+ * Per WQE: decode (gpuic_wqe_decode), check the opcode, the key (index, generation, live),
+ * that the key's region belongs to the WQE's target and holds the whole access, and the
+ * length limit; then issue it.  An invalid WQE touches no memory: it completes with an error
+ * (counted as failed, a CQE with the status if the queue has a CQ) and sets the window's
+ * error word.
+ *
+ * Completion: the proxy works in rounds.  A round samples every ring's doorbell, drains each
+ * ring up to it, then starts one flush of the worker.  Rounds complete in order: a round's
+ * local counts are applied once its operations are locally complete and every earlier round's
+ * were; its remote counts and CQEs once its flush has completed too.  That is what makes the
+ * per-target counters of gpuic_cmpl.h exact.
+ *
+ * Idle: the thread starts when the first ring is added, spins a short while after its last
+ * work, then sleeps in growing pauses (1 us doubling to max_sleep_us, default 1 ms);
+ * gpuic_proxy_wake() cuts a pause short.  Destroy drains what is published, completes it and
+ * joins the thread.
+ */
+#ifndef GPUIC_PROXY_H
+#define GPUIC_PROXY_H
+
+#include <stdint.h>
+
+#include "gpuic_cmpl.h"
+#include "gpuic_context.h"
+#include "gpuic_cq.h"
+#include "gpuic_keytable.h"
+#include "gpuic_ring.h"
+#include "gpuic_status.h"
+#include "gpuic_wqe.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gpuic_proxy gpuic_proxy_t;
+
+/** Parameters of gpuic_proxy_create(); zero fields take their defaults. */
+typedef struct gpuic_proxy_params {
+    gpuic_context_t *ctx;     /**< context the proxy progresses (thread_serialized) */
+    unsigned spin_rounds;     /**< empty rounds before the first sleep (default 2000) */
+    unsigned max_sleep_us;    /**< longest idle pause in microseconds (default 1000) */
+    uint32_t max_msg_size;    /**< largest put/get/accumulate accepted (default 1 GiB) */
+    /** Called by the proxy thread just before it issues a valid WQE to UCX (for
+     *  measurements; NULL in normal use). */
+    void (*on_issue)(void *arg, const gpuic_wqe_desc_t *desc);
+    void *on_issue_arg;       /**< argument of on_issue */
+} gpuic_proxy_params_t;
+
+/** A ring and the window objects its WQEs refer to. */
+typedef struct gpuic_proxy_queue {
+    gpuic_ring_t     *ring; /**< the send queue drained */
+    gpuic_keytable_t *keys; /**< the window's key table (rkey fields) */
+    gpuic_cmpl_t     *cmpl; /**< the window's counters and error word (QPN field = target) */
+    gpuic_cq_t       *cq;   /**< CQ for signalled and failed WQEs, or NULL */
+} gpuic_proxy_queue_t;
+
+/** Counters of the proxy's work. */
+typedef struct gpuic_proxy_stats {
+    uint64_t wqes;     /**< WQEs consumed (NOPs included) */
+    uint64_t errors;   /**< WQEs completed with an error */
+    uint64_t rounds;   /**< rounds that found work */
+    uint64_t sleeps;   /**< idle pauses taken */
+    uint64_t cpu_ns;   /**< CPU time the proxy thread has used (0 before it starts) */
+} gpuic_proxy_stats_t;
+
+/**
+ * Creates a proxy for @p params->ctx; its thread starts with the first gpuic_proxy_add().
+ * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM or GPUIC_ERR_NO_MEMORY.
+ */
+gpuic_status_t gpuic_proxy_create(const gpuic_proxy_params_t *params, gpuic_proxy_t **proxy_p);
+
+/**
+ * Drains what producers have published, completes it, stops the thread and frees the proxy.
+ * Producers must have stopped.
+ */
+void gpuic_proxy_destroy(gpuic_proxy_t *proxy);
+
+/**
+ * Starts draining a ring (starting the thread on first use).  The queue's objects must stay
+ * alive until gpuic_proxy_remove() or destroy.
+ * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM, GPUIC_ERR_NO_MEMORY or GPUIC_ERR_TRANSPORT
+ *         (thread creation failed).
+ */
+gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *queue);
+
+/**
+ * Stops draining @p ring after completing everything consumed from it.
+ * @return GPUIC_OK or GPUIC_ERR_INVALID_PARAM (not attached).
+ */
+gpuic_status_t gpuic_proxy_remove(gpuic_proxy_t *proxy, gpuic_ring_t *ring);
+
+/**
+ * Takes the context away from the proxy thread until gpuic_proxy_resume(), so the caller may
+ * use it (endpoints, registrations, keys).  Pauses nest across threads; they serialise.
+ */
+void gpuic_proxy_pause(gpuic_proxy_t *proxy);
+
+/** Gives the context back to the proxy thread. */
+void gpuic_proxy_resume(gpuic_proxy_t *proxy);
+
+/**
+ * Hint from a host producer after a doorbell: ends an idle pause early.  Costs one load when
+ * the proxy is awake.  Device producers need not call it (the proxy polls).
+ */
+void gpuic_proxy_wake(gpuic_proxy_t *proxy);
+
+/** Reads the proxy's counters. */
+void gpuic_proxy_stats(gpuic_proxy_t *proxy, gpuic_proxy_stats_t *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUIC_PROXY_H */

@@ -1,0 +1,141 @@
+/*
+ * Accumulate WQEs on the proxy.  Every element update is a single UCX atomic on the target
+ * word, so concurrent accumulates from any origin combine exactly, without a window lock:
+ * integer SUM/BAND/BOR/BXOR map to UCX's add/and/or/xor; everything else (MIN, MAX, REPLACE,
+ * floating-point SUM) reads the word atomically and retries a compare-and-swap until the word
+ * did not change under it.
+ */
+#include <string.h>
+
+#include "gpuic_log.h"
+#include "gpuic_proxy_internal.h"
+#include "gpuic_rma.h"
+
+/* The new value of one element; returns 0 for an op/type pair not executed here. */
+static int gpuic_proxy_acc_combine(uint8_t op, uint8_t type, uint64_t old, uint64_t operand,
+                                   uint64_t *out)
+{
+    union { uint64_t u; double d; int64_t i; } o64 = {old}, a64 = {operand}, r64;
+    union { uint32_t u; float f; int32_t i; } o32 = {(uint32_t)old}, a32 = {(uint32_t)operand},
+                                              r32;
+
+    if (op == GPUIC_ACC_REPLACE) {
+        *out = operand;
+        return 1;
+    }
+    switch (type) {
+    case GPUIC_ACC_INT32:
+        r32.i = op == GPUIC_ACC_SUM ? (int32_t)((uint32_t)o32.i + (uint32_t)a32.i)
+              : op == GPUIC_ACC_MIN ? (o32.i < a32.i ? o32.i : a32.i)
+              : op == GPUIC_ACC_MAX ? (o32.i > a32.i ? o32.i : a32.i) : 0;
+        break;
+    case GPUIC_ACC_UINT32:
+        r32.u = op == GPUIC_ACC_SUM ? o32.u + a32.u
+              : op == GPUIC_ACC_MIN ? (o32.u < a32.u ? o32.u : a32.u)
+              : op == GPUIC_ACC_MAX ? (o32.u > a32.u ? o32.u : a32.u) : 0;
+        break;
+    case GPUIC_ACC_FLOAT:
+        r32.f = op == GPUIC_ACC_SUM ? o32.f + a32.f
+              : op == GPUIC_ACC_MIN ? (a32.f < o32.f ? a32.f : o32.f)
+              : op == GPUIC_ACC_MAX ? (a32.f > o32.f ? a32.f : o32.f) : 0;
+        break;
+    case GPUIC_ACC_INT64:
+        r64.i = op == GPUIC_ACC_SUM ? (int64_t)((uint64_t)o64.i + (uint64_t)a64.i)
+              : op == GPUIC_ACC_MIN ? (o64.i < a64.i ? o64.i : a64.i)
+              : op == GPUIC_ACC_MAX ? (o64.i > a64.i ? o64.i : a64.i) : 0;
+        break;
+    case GPUIC_ACC_UINT64:
+        r64.u = op == GPUIC_ACC_SUM ? o64.u + a64.u
+              : op == GPUIC_ACC_MIN ? (o64.u < a64.u ? o64.u : a64.u)
+              : op == GPUIC_ACC_MAX ? (o64.u > a64.u ? o64.u : a64.u) : 0;
+        break;
+    case GPUIC_ACC_DOUBLE:
+        r64.d = op == GPUIC_ACC_SUM ? o64.d + a64.d
+              : op == GPUIC_ACC_MIN ? (a64.d < o64.d ? a64.d : o64.d)
+              : op == GPUIC_ACC_MAX ? (a64.d > o64.d ? a64.d : o64.d) : 0;
+        break;
+    default:
+        return 0;
+    }
+    if (op != GPUIC_ACC_SUM && op != GPUIC_ACC_MIN && op != GPUIC_ACC_MAX) {
+        return 0;
+    }
+    *out = gpuic_acc_type_size(type) == 4 ? r32.u : r64.u;
+    return 1;
+}
+
+/* Native UCX atomic for integer SUM and bitwise ops; returns 0 when there is none. */
+static int gpuic_proxy_acc_native(uint8_t op, uint8_t type, gpuic_atomic_op_t *aop)
+{
+    if (type == GPUIC_ACC_FLOAT || type == GPUIC_ACC_DOUBLE) {
+        return 0;
+    }
+    switch (op) {
+    case GPUIC_ACC_SUM:  *aop = GPUIC_ATOMIC_ADD; return 1;
+    case GPUIC_ACC_BAND: *aop = GPUIC_ATOMIC_AND; return 1;
+    case GPUIC_ACC_BOR:  *aop = GPUIC_ATOMIC_OR;  return 1;
+    case GPUIC_ACC_BXOR: *aop = GPUIC_ATOMIC_XOR; return 1;
+    }
+    return 0;
+}
+
+static gpuic_status_t gpuic_proxy_acc_cas(gpuic_ep_t *ep, const gpuic_rkey_t *rkey, uint8_t op,
+                                          uint8_t type, uint32_t size, uint64_t raddr,
+                                          uint64_t operand)
+{
+    uint64_t old, seen, desired;
+    gpuic_status_t status;
+
+    /* fetch-add of zero: an atomic read of the current value */
+    status = gpuic_rma_atomic_fetch(ep, GPUIC_ATOMIC_ADD, 0, 0, size, raddr, rkey, &old);
+    while (status == GPUIC_OK) {
+        gpuic_proxy_acc_combine(op, type, old, operand, &desired);
+        if (desired == old) {
+            return GPUIC_OK; /* e.g. MAX that does not change the word */
+        }
+        status = gpuic_rma_atomic_fetch(ep, GPUIC_ATOMIC_CSWAP, desired, old, size, raddr, rkey,
+                                        &seen);
+        if (status == GPUIC_OK && seen == old) {
+            return GPUIC_OK;
+        }
+        old = seen;
+    }
+    return status;
+}
+
+gpuic_status_t gpuic_proxy_accumulate(gpuic_ep_t *ep, const gpuic_rkey_t *rkey,
+                                      const gpuic_wqe_desc_t *d)
+{
+    const uint32_t size = gpuic_acc_type_size(d->ext_type);
+    const uint8_t *src = (const uint8_t *)(uintptr_t)d->laddr;
+    gpuic_atomic_op_t aop;
+    uint64_t probe;
+    int native;
+
+    if (!gpuic_proxy_acc_combine(d->ext_op, d->ext_type, 0, 0, &probe) &&
+        !gpuic_proxy_acc_native(d->ext_op, d->ext_type, &aop)) {
+        gpuic_log(GPUIC_LOG_DEBUG, "accumulate op %u on type %u is not supported", d->ext_op,
+                  d->ext_type);
+        return GPUIC_ERR_UNSUPPORTED;
+    }
+    if (d->raddr % size != 0 || (d->ext_count != 0 && src == NULL)) {
+        gpuic_log(GPUIC_LOG_DEBUG, "accumulate: misaligned target or no origin buffer");
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    native = gpuic_proxy_acc_native(d->ext_op, d->ext_type, &aop);
+    for (uint32_t i = 0; i < d->ext_count; ++i) {
+        uint64_t operand = 0, raddr = d->raddr + (uint64_t)i * size;
+        gpuic_status_t status;
+
+        memcpy(&operand, src + (size_t)i * size, size); /* little-endian: low bytes first */
+        status = native ? gpuic_rma_atomic_post(ep, aop, operand, size, raddr, rkey)
+                        : gpuic_proxy_acc_cas(ep, rkey, d->ext_op, d->ext_type, size, raddr,
+                                              operand);
+        if (status != GPUIC_OK) {
+            gpuic_log(GPUIC_LOG_DEBUG, "accumulate element %u failed: %s", i,
+                      gpuic_status_string(status));
+            return status;
+        }
+    }
+    return GPUIC_OK;
+}

@@ -1,0 +1,122 @@
+#include "gpuic_ring.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuic_log.h"
+
+gpuic_status_t gpuic_ring_create(uint32_t size, uint32_t id, gpuic_ring_t **ring_p)
+{
+    gpuic_ring_t *ring;
+
+    if (size < 2 || size > (1u << 24) || (size & (size - 1)) != 0) {
+        gpuic_log(GPUIC_LOG_DEBUG, "ring size %u is not a power of two in [2, 2^24]", size);
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    ring = aligned_alloc(64, sizeof(*ring));
+    if (ring == NULL) {
+        return GPUIC_ERR_NO_MEMORY;
+    }
+    memset(ring, 0, sizeof(*ring));
+    ring->slots = aligned_alloc(GPUIC_WQE_BB_SIZE, (size_t)size * sizeof(gpuic_ring_slot_t));
+    if (ring->slots == NULL) {
+        goto err_free_ring;
+    }
+    /* Marker 0 is no valid marker of any sequence number, so fresh slots read as unwritten. */
+    ring->markers = calloc(size, sizeof(uint64_t));
+    if (ring->markers == NULL) {
+        goto err_free_slots;
+    }
+    memset(ring->slots, 0, (size_t)size * sizeof(gpuic_ring_slot_t));
+    ring->size = size;
+    ring->mask = size - 1;
+    ring->id = id;
+    *ring_p = ring;
+    return GPUIC_OK;
+
+err_free_slots:
+    free(ring->slots);
+err_free_ring:
+    free(ring);
+    return GPUIC_ERR_NO_MEMORY;
+}
+
+void gpuic_ring_destroy(gpuic_ring_t *ring)
+{
+    if (ring == NULL) {
+        return;
+    }
+    free(ring->markers);
+    free(ring->slots);
+    free(ring);
+}
+
+/* The marker slot seq carries now. */
+static uint64_t gpuic_ring_slot_marker(const gpuic_ring_t *ring, uint64_t seq)
+{
+    return gpuic_atomic_load_acquire_u64(&ring->markers[seq & ring->mask]);
+}
+
+unsigned gpuic_ring_peek(gpuic_ring_t *ring, gpuic_wqe_t *wqe, uint64_t *seq_p)
+{
+    /* Only the consumer writes the consumer index, so a relaxed read of it is exact. */
+    uint64_t seq = gpuic_atomic_load_relaxed_u64(&ring->consumer);
+    uint64_t published = gpuic_atomic_load_acquire_u64(&ring->doorbell);
+    const gpuic_wqe_ctrl_seg_t *ctrl = (const gpuic_wqe_ctrl_seg_t *)wqe;
+    uint64_t marker;
+    unsigned nbb, ds;
+
+    if (published == seq) {
+        return 0;
+    }
+    marker = gpuic_ring_slot_marker(ring, seq);
+    if (marker != gpuic_ring_marker(seq, 0) && marker != gpuic_ring_marker(seq, 1)) {
+        return 0; /* published but not written: cannot happen with a correct producer */
+    }
+    gpuic_fence_doorbell_to_wqe();
+    memcpy(wqe->bytes, gpuic_ring_slot(ring, seq), GPUIC_WQE_BB_SIZE);
+    *seq_p = seq;
+    if (marker == gpuic_ring_marker(seq, 1)) {
+        /* the rest of a WQE whose DS was too small: make sure it decodes as invalid */
+        memset(wqe->bytes, 0xff, GPUIC_WQE_SEG_SIZE);
+        return 1;
+    }
+    ds = gpuic_be32toh(ctrl->qpn_ds) & 0xff;
+    nbb = gpuic_wqe_ds_to_bb(ds);
+    if (nbb == 0) {
+        nbb = 1;
+    }
+    if (nbb > GPUIC_WQE_MAX_BB) {
+        nbb = GPUIC_WQE_MAX_BB;
+    }
+    if (nbb > published - seq) {
+        nbb = (unsigned)(published - seq);
+    }
+    for (unsigned b = 1; b < nbb; ++b) {
+        if (gpuic_ring_slot_marker(ring, seq + b) != gpuic_ring_marker(seq + b, 1)) {
+            nbb = b; /* the next WQE starts here: DS claimed more than was written */
+            break;
+        }
+        memcpy(wqe->bytes + b * GPUIC_WQE_BB_SIZE, gpuic_ring_slot(ring, seq + b),
+               GPUIC_WQE_BB_SIZE);
+    }
+    return nbb;
+}
+
+void gpuic_ring_consume(gpuic_ring_t *ring, unsigned nbb)
+{
+    uint64_t seq = gpuic_atomic_load_relaxed_u64(&ring->consumer);
+
+    gpuic_fence_slots_to_producer();
+    gpuic_atomic_store_release_u64(&ring->consumer, seq + nbb);
+}
+
+uint64_t gpuic_ring_doorbell(const gpuic_ring_t *ring)
+{
+    return gpuic_atomic_load_acquire_u64(&ring->doorbell);
+}
+
+uint64_t gpuic_ring_consumer_index(const gpuic_ring_t *ring)
+{
+    return gpuic_atomic_load_relaxed_u64(&ring->consumer);
+}

@@ -1,0 +1,203 @@
+/*
+ * gpuic_ring.h - a send queue: a ring of 64-byte WQE slots with a reservation counter, a
+ * doorbell record and a consumer index.
+ *
+ * Protocol (many producers, one consumer):
+ *  1. reserve: one successful CAS on the reservation counter takes n consecutive slots, after
+ *     checking them against the consumer index, so a full ring answers GPUIC_ERR_NO_RESOURCE
+ *     and nothing is ever overwritten or dropped.  (A fetch-add cannot give slots back when it
+ *     overshoots a full ring, which is why the one atomic is a CAS.)  n > 1 serves batches
+ *     and a warp leader reserving for its lanes.
+ *  2. write: the producer copies each WQE into its slots (a two-BB WQE may wrap), fences,
+ *     and stores each slot's valid marker last.  The marker names the slot's sequence number
+ *     and whether it starts a WQE or continues one, so a WQE whose DS lies cannot swallow
+ *     the next producer's WQE: the consumer stops at the next head marker.
+ *  3. commit: the producer waits until the doorbell record equals its first slot and
+ *     advances it past its last one.  Doorbells are therefore published in reservation
+ *     order, one store per batch however many WQEs it holds.
+ *  4. abandon: a producer that reserved slots and cannot fill them commits them as NOPs; the
+ *     consumer skips NOPs, so an abandoned batch never leaves a hole that stalls the ring.
+ *  5. consume: the consumer copies a published WQE out (so validation runs on a private copy
+ *     the producer cannot change), then advances the consumer index to free its slots.
+ *
+ * The structure and the producer side are inline and device-callable: a GPU producer runs the
+ * same code against a ring in GPU-mapped host memory.  The consumer side is host code.
+ */
+#ifndef GPUIC_RING_H
+#define GPUIC_RING_H
+
+#include <stdint.h>
+
+#include "gpuic_fence.h"
+#include "gpuic_status.h"
+#include "gpuic_wqe.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** One basic block of the ring. */
+typedef struct gpuic_ring_slot {
+    uint64_t words[GPUIC_WQE_BB_SIZE / 8]; /**< the slot's bytes, written as 8-byte words */
+} __attribute__((aligned(GPUIC_WQE_BB_SIZE))) gpuic_ring_slot_t;
+
+/**
+ * A send queue.  The three counters are 64-bit sequence numbers that never wrap in practice;
+ * slot i of the ring holds sequence numbers congruent to i modulo size.  Each counter has its
+ * own cache line because different parties write them.
+ */
+typedef struct gpuic_ring {
+    /** Reservation counter: the first sequence number not yet reserved (producers, CAS). */
+    uint64_t reserve __attribute__((aligned(64)));
+    /** Doorbell record: every slot below it is published (producers, in reservation order). */
+    uint64_t doorbell __attribute__((aligned(64)));
+    /** Consumer index: every slot below it is free again (the consumer). */
+    uint64_t consumer __attribute__((aligned(64)));
+    /** size slots of WQE basic blocks. */
+    gpuic_ring_slot_t *slots __attribute__((aligned(64)));
+    /** Per-slot valid marker: ((sequence number + 1) << 1) | continuation, of the BB last
+     *  written there (gpuic_ring_marker()). */
+    uint64_t *markers;
+    uint32_t size; /**< slots, a power of two */
+    uint32_t mask; /**< size - 1 */
+    uint32_t id;   /**< ring number reported in CQEs */
+} gpuic_ring_t;
+
+/**
+ * Creates a ring of @p size slots (a power of two, 2 .. 2^24), all free, with ring number @p id.
+ * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM or GPUIC_ERR_NO_MEMORY.
+ */
+gpuic_status_t gpuic_ring_create(uint32_t size, uint32_t id, gpuic_ring_t **ring_p);
+
+/** Destroys a ring; no producer or consumer may use it any more. */
+void gpuic_ring_destroy(gpuic_ring_t *ring);
+
+/**
+ * Reserves @p n consecutive slots (1 <= n <= size).  On success *start_p is the first slot's
+ * sequence number; the caller must commit or abandon exactly these slots.
+ * @return GPUIC_OK, GPUIC_ERR_NO_RESOURCE when fewer than n slots are free (retry after the
+ *         consumer advances), or GPUIC_ERR_INVALID_PARAM.
+ */
+static inline GPUIC_HOST_DEVICE gpuic_status_t gpuic_ring_reserve(gpuic_ring_t *ring,
+                                                                  unsigned n,
+                                                                  uint64_t *start_p)
+{
+    uint64_t cur = gpuic_atomic_load_relaxed_u64(&ring->reserve);
+    uint64_t cons;
+
+    if (n == 0 || n > ring->size) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    for (;;) {
+        cons = gpuic_atomic_load_acquire_u64(&ring->consumer);
+        /* cur may be stale and even below cons; a stale cur only makes the CAS fail */
+        if ((int64_t)(cur - cons) >= 0 && cur - cons + n > ring->size) {
+            uint64_t now = gpuic_atomic_load_relaxed_u64(&ring->reserve);
+            if (now == cur) {
+                return GPUIC_ERR_NO_RESOURCE;
+            }
+            cur = now;
+            continue;
+        }
+        if (gpuic_atomic_cas_u64(&ring->reserve, &cur, cur + n)) {
+            *start_p = cur;
+            return GPUIC_OK;
+        }
+    }
+}
+
+/** Slot that holds sequence number @p seq. */
+static inline GPUIC_HOST_DEVICE gpuic_ring_slot_t *gpuic_ring_slot(gpuic_ring_t *ring,
+                                                                   uint64_t seq)
+{
+    return &ring->slots[seq & ring->mask];
+}
+
+/** The valid marker of the BB at @p seq: head of a WQE (@p cont 0) or a continuation. */
+static inline GPUIC_HOST_DEVICE uint64_t gpuic_ring_marker(uint64_t seq, unsigned cont)
+{
+    return ((seq + 1) << 1) | (cont ? 1u : 0u);
+}
+
+/**
+ * Copies a WQE of @p nbb basic blocks into reserved slots starting at sequence number @p seq
+ * (wrapping at the ring's end), then stores their valid markers, last.  The consumer reads
+ * nothing before the commit that covers these slots.
+ */
+static inline GPUIC_HOST_DEVICE void gpuic_ring_write(gpuic_ring_t *ring, uint64_t seq,
+                                                      const gpuic_wqe_t *wqe, unsigned nbb)
+{
+    for (unsigned b = 0; b < nbb; ++b) {
+        gpuic_ring_slot_t *slot = gpuic_ring_slot(ring, seq + b);
+        for (unsigned i = 0; i < GPUIC_WQE_BB_SIZE / 8; ++i) {
+            slot->words[i] = wqe->words[b * (GPUIC_WQE_BB_SIZE / 8) + i];
+        }
+    }
+    gpuic_fence_wqe_to_consumer();
+    for (unsigned b = 0; b < nbb; ++b) {
+        gpuic_atomic_store_release_u64(&ring->markers[(seq + b) & ring->mask],
+                                       gpuic_ring_marker(seq + b, b));
+    }
+}
+
+/**
+ * Publishes the @p n slots reserved at @p start (all written): waits until every earlier
+ * reservation is published, then advances the doorbell record past them.
+ */
+static inline GPUIC_HOST_DEVICE void gpuic_ring_commit(gpuic_ring_t *ring, uint64_t start,
+                                                       unsigned n)
+{
+    unsigned spins = 0;
+
+    gpuic_fence_wqe_to_consumer();
+    while (gpuic_atomic_load_acquire_u64(&ring->doorbell) != start) {
+        gpuic_cpu_relax(++spins);
+    }
+    gpuic_atomic_store_release_u64(&ring->doorbell, start + n);
+}
+
+/**
+ * Gives back the @p n slots reserved at @p start without a WQE: each becomes a one-BB NOP the
+ * consumer skips, and they are committed so later producers are not held up.
+ */
+static inline GPUIC_HOST_DEVICE void gpuic_ring_abandon(gpuic_ring_t *ring, uint64_t start,
+                                                        unsigned n)
+{
+    gpuic_wqe_t nop;
+    gpuic_wqe_hdr_t hdr = {0, 0, 0};
+
+    for (unsigned i = 0; i < GPUIC_WQE_BB_SIZE / 8; ++i) {
+        nop.words[i] = 0;
+    }
+    for (unsigned i = 0; i < n; ++i) {
+        hdr.wqe_index = (uint16_t)(start + i);
+        gpuic_wqe_build_nop(&nop, &hdr);
+        gpuic_ring_write(ring, start + i, &nop, 1);
+    }
+    gpuic_ring_commit(ring, start, n);
+}
+
+/**
+ * Consumer: copies the next published WQE into @p wqe and returns its size in basic blocks
+ * (0 when nothing is published).  *seq_p receives its first sequence number.  The WQE's DS
+ * decides its size, bounded by GPUIC_WQE_MAX_BB, by what is published and by the next head
+ * marker, so a malformed WQE costs at most its own slots (it then decodes as truncated).  A
+ * stray continuation slot is returned as one BB with an invalid opcode.  The slots stay
+ * owned until gpuic_ring_consume().
+ */
+unsigned gpuic_ring_peek(gpuic_ring_t *ring, gpuic_wqe_t *wqe, uint64_t *seq_p);
+
+/** Consumer: frees the @p nbb slots returned by the last gpuic_ring_peek(). */
+void gpuic_ring_consume(gpuic_ring_t *ring, unsigned nbb);
+
+/** Consumer: the doorbell record now (every slot below it is published). */
+uint64_t gpuic_ring_doorbell(const gpuic_ring_t *ring);
+
+/** Consumer: the consumer index (the next sequence number gpuic_ring_peek() returns). */
+uint64_t gpuic_ring_consumer_index(const gpuic_ring_t *ring);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUIC_RING_H */

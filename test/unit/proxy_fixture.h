@@ -1,0 +1,141 @@
+/*
+ * proxy_fixture.h - a proxy looping back to its own process: one serialized context, an
+ * endpoint to itself, NT target regions (each inside a larger buffer whose edges are canary
+ * bytes the proxy must never write), a key table naming them and a completion block.
+ */
+#ifndef GPUIC_PROXY_FIXTURE_H
+#define GPUIC_PROXY_FIXTURE_H
+
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuic.h"
+#include "unit_test.h"
+
+#define FIX_MAX_TARGETS 8
+#define FIX_GUARD 4096
+#define FIX_CANARY 0xa5
+
+typedef struct fixture {
+    gpuic_context_t *ctx;
+    gpuic_ep_t *ep;
+    gpuic_proxy_t *proxy;
+    gpuic_keytable_t *keys;
+    gpuic_cmpl_t *cmpl;
+    unsigned ntargets;
+    size_t region_len;
+    uint8_t *buf[FIX_MAX_TARGETS];     /* guard | region | guard */
+    gpuic_mr_t *mr[FIX_MAX_TARGETS];
+    gpuic_rkey_t *rkey[FIX_MAX_TARGETS];
+    uint32_t key[FIX_MAX_TARGETS];
+} fixture_t;
+
+/* The registered region of target t. */
+static inline uint8_t *fixture_region(fixture_t *f, unsigned t)
+{
+    return f->buf[t] + FIX_GUARD;
+}
+
+static inline uint64_t fixture_raddr(fixture_t *f, unsigned t, size_t off)
+{
+    return (uint64_t)(uintptr_t)(fixture_region(f, t) + off);
+}
+
+/* Non-zero while every canary byte around every region is intact. */
+static inline int fixture_canaries_ok(fixture_t *f)
+{
+    for (unsigned t = 0; t < f->ntargets; ++t) {
+        for (size_t i = 0; i < FIX_GUARD; ++i) {
+            if (f->buf[t][i] != FIX_CANARY ||
+                f->buf[t][FIX_GUARD + f->region_len + i] != FIX_CANARY) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+static inline int fixture_create(fixture_t *f, unsigned ntargets, size_t region_len)
+{
+    gpuic_context_params_t cp = {0};
+    gpuic_proxy_params_t pp = {0};
+    const void *addr;
+    size_t addr_len, blob_len;
+    void *blob;
+
+    memset(f, 0, sizeof(*f));
+    f->ntargets = ntargets;
+    f->region_len = region_len;
+    cp.thread_serialized = 1;
+    if (gpuic_context_create(&cp, &f->ctx) != GPUIC_OK) {
+        return 0;
+    }
+    gpuic_context_address(f->ctx, &addr, &addr_len);
+    CHECK(gpuic_ep_create(f->ctx, addr, addr_len, &f->ep) == GPUIC_OK);
+    CHECK(gpuic_keytable_create(64, &f->keys) == GPUIC_OK);
+    CHECK(gpuic_cmpl_create(ntargets, &f->cmpl) == GPUIC_OK);
+    for (unsigned t = 0; t < ntargets; ++t) {
+        gpuic_keytable_entry_t e;
+
+        f->buf[t] = aligned_alloc(4096, region_len + 2 * FIX_GUARD);
+        memset(f->buf[t], FIX_CANARY, region_len + 2 * FIX_GUARD);
+        memset(fixture_region(f, t), 0, region_len);
+        /* register the whole buffer: the transport could reach the canaries, only the key
+         * table's bounds keep the proxy off them */
+        CHECK(gpuic_mr_register(f->ctx, f->buf[t], region_len + 2 * FIX_GUARD, &f->mr[t]) ==
+              GPUIC_OK);
+        CHECK(gpuic_mr_pack(f->mr[t], &blob, &blob_len) == GPUIC_OK);
+        CHECK(gpuic_rkey_unpack(f->ep, blob, &f->rkey[t]) == GPUIC_OK);
+        gpuic_mr_blob_release(blob);
+        e.ep = f->ep;
+        e.rkey = f->rkey[t];
+        e.base = fixture_raddr(f, t, 0);
+        e.len = region_len;
+        e.target = t;
+        CHECK(gpuic_keytable_insert(f->keys, &e, &f->key[t]) == GPUIC_OK);
+    }
+    pp.ctx = f->ctx;
+    CHECK(gpuic_proxy_create(&pp, &f->proxy) == GPUIC_OK);
+    return f->proxy != NULL;
+}
+
+static inline void fixture_destroy(fixture_t *f)
+{
+    gpuic_proxy_destroy(f->proxy);
+    for (unsigned t = 0; t < f->ntargets; ++t) {
+        gpuic_rkey_destroy(f->rkey[t]);
+        gpuic_mr_deregister(f->mr[t]);
+        free(f->buf[t]);
+    }
+    gpuic_cmpl_destroy(f->cmpl);
+    gpuic_keytable_destroy(f->keys);
+    gpuic_ep_destroy(f->ep);
+    gpuic_context_destroy(f->ctx);
+}
+
+/* Posts one WQE of nbb blocks on ring for target t: count, write, commit, wake. */
+static inline void fixture_post(fixture_t *f, gpuic_ring_t *ring, gpuic_wqe_t *w,
+                                unsigned nbb, unsigned t, unsigned *full)
+{
+    uint64_t seq = 0;
+
+    while (gpuic_ring_reserve(ring, nbb, &seq) == GPUIC_ERR_NO_RESOURCE) {
+        if (full != NULL) {
+            (*full)++;
+        }
+        gpuic_proxy_wake(f->proxy);
+        sched_yield();
+    }
+    /* the WQE index is the slot's sequence number (mod 2^16) */
+    ((gpuic_wqe_ctrl_seg_t *)w)->opmod_idx_opcode =
+        gpuic_htobe32((gpuic_be32toh(((gpuic_wqe_ctrl_seg_t *)w)->opmod_idx_opcode) & 0xff0000ffu) |
+                      ((uint32_t)(uint16_t)seq << 8));
+    gpuic_cmpl_post(f->cmpl, t, 1);
+    gpuic_ring_write(ring, seq, w, nbb);
+    gpuic_ring_commit(ring, seq, nbb);
+    gpuic_proxy_wake(f->proxy);
+}
+
+#endif

@@ -1,0 +1,340 @@
+/*
+ * Proxy operations and validation through UCX loopback:
+ *  - invalid WQEs (bad key index, stale generation, key of another target, out of range
+ *    before/after/overflowing, unknown opcode, malformed, over the length limit, unsupported
+ *    accumulate) complete with the right error CQE, count as failed, set the window's error
+ *    word once (first error wins) and write no memory: the region and its canaries are
+ *    unchanged;
+ *  - key table rules on their own (generation bump, reuse, bounds, full table);
+ *  - get, fetch-and-add, compare-and-swap, accumulates (native and CAS-loop), put-with-signal,
+ *    flush markers and signalled CQEs.
+ */
+#include <float.h>
+#include <stdio.h>
+
+#include "proxy_fixture.h"
+
+#define NT 2
+#define LEN 4096
+
+static fixture_t fx;
+static gpuic_ring_t *ring;
+static gpuic_cq_t *cq;
+
+static void post(gpuic_wqe_t *w, unsigned nbb, unsigned t)
+{
+    fixture_post(&fx, ring, w, nbb, t, NULL);
+}
+
+static void wait_target(unsigned t)
+{
+    CHECK(gpuic_cmpl_wait(fx.cmpl, t, GPUIC_CMPL_REMOTE, 10000000000ull) == GPUIC_OK);
+}
+
+/* Polls one CQE (waiting up to ~1 s since the flush already completed the round). */
+static int poll_one(gpuic_cqe_t *cqe)
+{
+    for (int i = 0; i < 100000; ++i) {
+        if (gpuic_cq_poll(cq, cqe, 1) == 1) {
+            return 1;
+        }
+        sched_yield();
+    }
+    return 0;
+}
+
+static void test_keytable(void)
+{
+    gpuic_keytable_t *kt, *kt2;
+    gpuic_keytable_entry_t e = {(gpuic_ep_t *)1, (gpuic_rkey_t *)1, 1000, 100, 0};
+    const gpuic_keytable_entry_t *found;
+    uint32_t k1, k2, k3, k_other;
+
+    CHECK(gpuic_keytable_create(0, &kt) == GPUIC_ERR_INVALID_PARAM);
+    CHECK(gpuic_keytable_create(3, &kt) == GPUIC_OK);
+    CHECK(gpuic_keytable_create(3, &kt2) == GPUIC_OK);
+    CHECK(gpuic_keytable_insert(kt, &e, &k1) == GPUIC_OK);
+    CHECK(gpuic_keytable_insert(kt2, &e, &k_other) == GPUIC_OK);
+    CHECK(gpuic_keytable_lookup(kt, k1, 1000, 100, &found) == GPUIC_OK && found->base == 1000);
+    CHECK(gpuic_keytable_lookup(kt, k1, 1100, 0, &found) == GPUIC_OK);
+    CHECK(gpuic_keytable_lookup(kt, k1, 1001, 100, &found) == GPUIC_ERR_OUT_OF_RANGE);
+    CHECK(gpuic_keytable_lookup(kt, k1, 999, 1, &found) == GPUIC_ERR_OUT_OF_RANGE);
+    CHECK(gpuic_keytable_lookup(kt, k1, 1050, UINT64_MAX, &found) == GPUIC_ERR_OUT_OF_RANGE);
+    CHECK(gpuic_keytable_lookup(kt, k1, UINT64_MAX, 2, &found) == GPUIC_ERR_OUT_OF_RANGE);
+    CHECK(gpuic_keytable_lookup(kt, k1 ^ 2, 1000, 1, &found) == GPUIC_ERR_BAD_KEY); /* slot 2 */
+    CHECK(gpuic_keytable_lookup(kt, (k1 & ~3u) | 3, 1000, 1, &found) == GPUIC_ERR_BAD_KEY);
+    CHECK(gpuic_keytable_remove(kt, k1) == GPUIC_OK);
+    CHECK(gpuic_keytable_remove(kt, k1) == GPUIC_ERR_BAD_KEY);
+    CHECK(gpuic_keytable_lookup(kt, k1, 1000, 1, &found) == GPUIC_ERR_BAD_KEY);
+    CHECK(gpuic_keytable_insert(kt, &e, &k2) == GPUIC_OK); /* same slot, new generation */
+    CHECK((k2 & 3) == (k1 & 3) && k2 != k1);
+    CHECK(gpuic_keytable_lookup(kt, k1, 1000, 1, &found) == GPUIC_ERR_BAD_KEY);
+    CHECK(gpuic_keytable_lookup(kt, k2, 1000, 1, &found) == GPUIC_OK);
+    CHECK(gpuic_keytable_insert(kt, &e, &k3) == GPUIC_OK);
+    CHECK(gpuic_keytable_insert(kt, &e, &k3) == GPUIC_OK);
+    CHECK(gpuic_keytable_insert(kt, &e, &k3) == GPUIC_ERR_NO_RESOURCE);
+    e.base = UINT64_MAX - 10;
+    CHECK(gpuic_keytable_insert(kt2, &e, &k3) == GPUIC_ERR_INVALID_PARAM);
+    /* random initial generations: another table's key is (almost surely) not valid here */
+    if (k_other != k2) {
+        CHECK(gpuic_keytable_lookup(kt, k_other, 1000, 1, &found) == GPUIC_ERR_BAD_KEY);
+    }
+    gpuic_keytable_destroy(kt);
+    gpuic_keytable_destroy(kt2);
+}
+
+static void test_invalid(void)
+{
+    const gpuic_wqe_hdr_t h0 = {0, 0, 0}, h1 = {0, 1, 0};
+    uint8_t before[LEN];
+    uint64_t v = 0xdeadbeefdeadbeefULL, stale_key;
+    gpuic_keytable_entry_t e;
+    const gpuic_keytable_entry_t *found;
+    gpuic_cmpl_counter_t c;
+    gpuic_cqe_t cqe;
+    gpuic_wqe_t w;
+    static uint8_t src[LEN + 64];
+    struct {
+        const char *what;
+        gpuic_status_t expect;
+    } cases[16];
+    unsigned n = 0;
+
+    /* a stale key: insert a second region for target 0, then remove it */
+    CHECK(gpuic_keytable_lookup(fx.keys, fx.key[0], fixture_raddr(&fx, 0, 0), 1, &found) ==
+          GPUIC_OK);
+    e = *found;
+    CHECK(gpuic_keytable_insert(fx.keys, &e, (uint32_t *)&v) == GPUIC_OK);
+    stale_key = (uint32_t)v;
+    CHECK(gpuic_keytable_remove(fx.keys, (uint32_t)stale_key) == GPUIC_OK);
+    v = 0xdeadbeefdeadbeefULL;
+    memcpy(before, fixture_region(&fx, 0), LEN);
+
+#define BAD(what_, expect_) (cases[n].what = (what_), cases[n++].expect = (expect_))
+    gpuic_wqe_build_put_inline(&w, &h0, &v, 8, fixture_raddr(&fx, 0, 0), 63);
+    post(&w, 1, 0); BAD("key index of an empty slot", GPUIC_ERR_BAD_KEY);
+    gpuic_wqe_build_put_inline(&w, &h0, &v, 8, fixture_raddr(&fx, 0, 0), 0xffffffffu);
+    post(&w, 1, 0); BAD("key index beyond the table", GPUIC_ERR_BAD_KEY);
+    gpuic_wqe_build_put_inline(&w, &h0, &v, 8, fixture_raddr(&fx, 0, 0), (uint32_t)stale_key);
+    post(&w, 1, 0); BAD("stale generation", GPUIC_ERR_BAD_KEY);
+    gpuic_wqe_build_put_inline(&w, &h0, &v, 8, fixture_raddr(&fx, 1, 0), fx.key[1]);
+    post(&w, 1, 0); BAD("key of another target", GPUIC_ERR_BAD_KEY);
+    gpuic_wqe_build_put_inline(&w, &h0, &v, 8, fixture_raddr(&fx, 0, LEN - 7), fx.key[0]);
+    post(&w, 1, 0); BAD("one byte past the end", GPUIC_ERR_OUT_OF_RANGE);
+    gpuic_wqe_build_put_inline(&w, &h0, &v, 8, fixture_raddr(&fx, 0, 0) - 1, fx.key[0]);
+    post(&w, 1, 0); BAD("one byte before the start", GPUIC_ERR_OUT_OF_RANGE);
+    gpuic_wqe_build_put(&w, &h0, (uint64_t)(uintptr_t)src, 0, 0x7fffffff,
+                        fixture_raddr(&fx, 0, 16), fx.key[0]);
+    post(&w, 1, 0); BAD("length past the end (and over the limit)", GPUIC_ERR_INVALID_PARAM);
+    gpuic_wqe_build_put(&w, &h0, (uint64_t)(uintptr_t)src, 0, 64, UINT64_MAX - 8, fx.key[0]);
+    post(&w, 1, 0); BAD("address that wraps", GPUIC_ERR_OUT_OF_RANGE);
+    gpuic_wqe_build_get(&w, &h0, (uint64_t)(uintptr_t)src, 0, LEN + 1,
+                        fixture_raddr(&fx, 0, 0), fx.key[0]);
+    post(&w, 1, 0); BAD("get longer than the region", GPUIC_ERR_OUT_OF_RANGE);
+    gpuic_wqe_build_put_inline(&w, &h0, &v, 8, fixture_raddr(&fx, 0, 0), fx.key[0]);
+    w.bytes[3] = 0x77;
+    post(&w, 1, 0); BAD("unknown opcode", GPUIC_ERR_BAD_OPCODE);
+    gpuic_wqe_build_put_inline(&w, &h0, &v, 8, fixture_raddr(&fx, 0, 0), fx.key[0]);
+    ((gpuic_wqe_ctrl_seg_t *)&w)->qpn_ds = gpuic_htobe32(5); /* target 0, DS 5 */
+    post(&w, 1, 0); BAD("DS that does not match the opcode", GPUIC_ERR_INVALID_PARAM);
+    {
+        int64_t one = 1;
+        gpuic_wqe_build_accumulate(&w, &h0, GPUIC_ACC_PROD, GPUIC_ACC_INT64, 1, 8,
+                                   (uint64_t)(uintptr_t)&one, 0, fixture_raddr(&fx, 0, 0),
+                                   fx.key[0]);
+        post(&w, 1, 0); BAD("unsupported accumulate op", GPUIC_ERR_UNSUPPORTED);
+        gpuic_wqe_build_accumulate(&w, &h0, GPUIC_ACC_BXOR, GPUIC_ACC_DOUBLE, 1, 8,
+                                   (uint64_t)(uintptr_t)&one, 0, fixture_raddr(&fx, 0, 0),
+                                   fx.key[0]);
+        post(&w, 1, 0); BAD("bitwise op on double", GPUIC_ERR_UNSUPPORTED);
+        gpuic_wqe_build_accumulate(&w, &h0, GPUIC_ACC_SUM, GPUIC_ACC_INT64, 1, 8,
+                                   (uint64_t)(uintptr_t)&one, 0, fixture_raddr(&fx, 0, 4),
+                                   fx.key[0]);
+        post(&w, 1, 0); BAD("misaligned accumulate", GPUIC_ERR_INVALID_PARAM);
+    }
+    gpuic_wqe_build_put_inline(&w, &h1, &v, 8, fixture_raddr(&fx, 1, 8), fx.key[1]);
+    w.bytes[4] = 0; w.bytes[5] = 0; w.bytes[6] = 9; /* QPN 9: no such target */
+    post(&w, 1, 1); /* counted on target 1, as a producer would have */
+#undef BAD
+
+    wait_target(0);
+    gpuic_cmpl_query(fx.cmpl, 0, &c);
+    CHECK(c.failed == n && c.completed == c.posted);
+    for (unsigned i = 0; i < n; ++i) {
+        if (!poll_one(&cqe)) {
+            CHECK(!"missing error CQE");
+            break;
+        }
+        if (cqe.status != cases[i].expect || cqe.target != 0 || cqe.ring_id != 5) {
+            fprintf(stderr, "case '%s': CQE status %d (%s), expected %s\n", cases[i].what,
+                    cqe.status, gpuic_status_string(cqe.status),
+                    gpuic_status_string(cases[i].expect));
+            CHECK(cqe.status == cases[i].expect);
+        }
+    }
+    CHECK(gpuic_cmpl_error(fx.cmpl) == GPUIC_ERR_BAD_KEY); /* the first error */
+    CHECK(memcmp(before, fixture_region(&fx, 0), LEN) == 0);
+    CHECK(fixture_canaries_ok(&fx));
+    /* the WQE with no such target cannot complete a counter; it must not hang the rest */
+    gpuic_wqe_build_put_inline(&w, &h1, &v, 8, fixture_raddr(&fx, 1, 16), fx.key[1]);
+    post(&w, 1, 1);
+    {
+        gpuic_proxy_stats_t s;
+        gpuic_cmpl_query(fx.cmpl, 1, &c);
+        for (int i = 0; i < 1000000 && c.completed + 1 < c.posted; ++i) {
+            sched_yield();
+            gpuic_cmpl_query(fx.cmpl, 1, &c);
+        }
+        CHECK(c.completed + 1 == c.posted); /* all but the unroutable one */
+        gpuic_proxy_stats(fx.proxy, &s);
+        CHECK(s.errors == n + 1);
+        /* compensate so later flushes of target 1 do not wait for it forever */
+        gpuic_cmpl_complete(fx.cmpl, 1, 1, 1);
+        gpuic_cmpl_complete_local(fx.cmpl, 1, 1);
+    }
+    CHECK(memcmp(fixture_region(&fx, 1) + 16, &v, 8) == 0);
+    CHECK(memcmp(fixture_region(&fx, 1) + 8, "\0\0\0\0\0\0\0\0", 8) == 0);
+}
+
+static void test_ops(void)
+{
+    const gpuic_wqe_hdr_t h = {0, 0, 0}, hs = {0, 0, GPUIC_WQE_CTRL_CQ_UPDATE};
+    uint8_t *r = fixture_region(&fx, 0);
+    static uint8_t data[256], back[256];
+    uint64_t old = 0, w64;
+    int32_t i32[4] = {5, -7, 100, 0};
+    double d[3] = {1.5, -2.0, 8.0};
+    gpuic_cqe_t cqe;
+    gpuic_wqe_t w;
+    unsigned nbb;
+
+    memset(r, 0, LEN);
+    for (unsigned i = 0; i < sizeof(data); ++i) {
+        data[i] = (uint8_t)(i * 3 + 1);
+    }
+    /* put, then a get of it back, then a signalled flush marker */
+    gpuic_wqe_build_put(&w, &h, (uint64_t)(uintptr_t)data, 0, 256, fixture_raddr(&fx, 0, 512),
+                        fx.key[0]);
+    post(&w, 1, 0);
+    wait_target(0);
+    gpuic_wqe_build_get(&w, &h, (uint64_t)(uintptr_t)back, 0, 256, fixture_raddr(&fx, 0, 512),
+                        fx.key[0]);
+    post(&w, 1, 0);
+    gpuic_wqe_build_flush(&w, &hs);
+    post(&w, 1, 0);
+    wait_target(0);
+    CHECK(memcmp(back, data, 256) == 0);
+    CHECK(poll_one(&cqe) && cqe.opcode == GPUIC_WQE_OP_FLUSH && cqe.status == GPUIC_OK);
+
+    /* fetch-and-add, compare-and-swap (hit and miss), signalled */
+    w64 = 40;
+    memcpy(r, &w64, 8);
+    gpuic_wqe_build_atomic(&w, &hs, GPUIC_WQE_OP_ATOMIC_FA, 2, 0, (uint64_t)(uintptr_t)&old, 0,
+                           fixture_raddr(&fx, 0, 0), fx.key[0]);
+    post(&w, 1, 0);
+    wait_target(0);
+    memcpy(&w64, r, 8);
+    CHECK(old == 40 && w64 == 42);
+    CHECK(poll_one(&cqe) && cqe.opcode == GPUIC_WQE_OP_ATOMIC_FA && cqe.status == GPUIC_OK);
+    gpuic_wqe_build_atomic(&w, &h, GPUIC_WQE_OP_ATOMIC_CS, 7, 41, (uint64_t)(uintptr_t)&old, 0,
+                           fixture_raddr(&fx, 0, 0), fx.key[0]);
+    post(&w, 1, 0);
+    wait_target(0);
+    memcpy(&w64, r, 8);
+    CHECK(old == 42 && w64 == 42);
+    gpuic_wqe_build_atomic(&w, &h, GPUIC_WQE_OP_ATOMIC_CS, 7, 42, (uint64_t)(uintptr_t)&old, 0,
+                           fixture_raddr(&fx, 0, 0), fx.key[0]);
+    post(&w, 1, 0);
+    wait_target(0);
+    memcpy(&w64, r, 8);
+    CHECK(old == 42 && w64 == 7);
+
+    /* accumulates: int32 SUM (native), MIN and MAX (CAS loop), double SUM/MAX, REPLACE */
+    {
+        int32_t t32[4] = {1, 2, 3, 4}, got32[4];
+        double t64[3] = {10.0, 10.0, 10.0}, got64[3];
+        memcpy(r + 64, t32, sizeof(t32));
+        memcpy(r + 128, t64, sizeof(t64));
+        gpuic_wqe_build_accumulate(&w, &h, GPUIC_ACC_SUM, GPUIC_ACC_INT32, 4, 4,
+                                   (uint64_t)(uintptr_t)i32, 0, fixture_raddr(&fx, 0, 64),
+                                   fx.key[0]);
+        post(&w, 1, 0);
+        gpuic_wqe_build_accumulate(&w, &h, GPUIC_ACC_MIN, GPUIC_ACC_INT32, 4, 4,
+                                   (uint64_t)(uintptr_t)i32, 0, fixture_raddr(&fx, 0, 64),
+                                   fx.key[0]);
+        post(&w, 1, 0);
+        gpuic_wqe_build_accumulate(&w, &h, GPUIC_ACC_SUM, GPUIC_ACC_DOUBLE, 3, 8,
+                                   (uint64_t)(uintptr_t)d, 0, fixture_raddr(&fx, 0, 128),
+                                   fx.key[0]);
+        post(&w, 1, 0);
+        gpuic_wqe_build_accumulate(&w, &h, GPUIC_ACC_MAX, GPUIC_ACC_DOUBLE, 3, 8,
+                                   (uint64_t)(uintptr_t)d, 0, fixture_raddr(&fx, 0, 128),
+                                   fx.key[0]);
+        post(&w, 1, 0);
+        wait_target(0);
+        memcpy(got32, r + 64, sizeof(got32));
+        /* sum: {6,-5,103,4}; then min with {5,-7,100,0}: {5,-7,100,0} */
+        CHECK(got32[0] == 5 && got32[1] == -7 && got32[2] == 100 && got32[3] == 0);
+        memcpy(got64, r + 128, sizeof(got64));
+        /* sum: {11.5, 8, 18}; max with {1.5,-2,8}: unchanged */
+        CHECK(got64[0] == 11.5 && got64[1] == 8.0 && got64[2] == 18.0);
+        gpuic_wqe_build_accumulate(&w, &h, GPUIC_ACC_REPLACE, GPUIC_ACC_DOUBLE, 3, 8,
+                                   (uint64_t)(uintptr_t)d, 0, fixture_raddr(&fx, 0, 128),
+                                   fx.key[0]);
+        post(&w, 1, 0);
+        wait_target(0);
+        memcpy(got64, r + 128, sizeof(got64));
+        CHECK(memcmp(got64, d, sizeof(d)) == 0);
+    }
+
+    /* put-with-signal: data first, then the signal word */
+    {
+        uint64_t sig = 0;
+        memcpy(r + 1024, &sig, 8);
+        nbb = gpuic_wqe_build_put_signal(&w, &hs, (uint64_t)(uintptr_t)data, 0, 200,
+                                         fixture_raddr(&fx, 0, 2048), fx.key[0],
+                                         fixture_raddr(&fx, 0, 1024), fx.key[0],
+                                         GPUIC_SIGNAL_ADD, 3);
+        post(&w, nbb, 0);
+        nbb = gpuic_wqe_build_put_signal(&w, &h, (uint64_t)(uintptr_t)data, 0, 8,
+                                         fixture_raddr(&fx, 0, 3000), fx.key[0],
+                                         fixture_raddr(&fx, 0, 1032), fx.key[0],
+                                         GPUIC_SIGNAL_SET, 99);
+        post(&w, nbb, 0);
+        wait_target(0);
+        memcpy(&sig, r + 1024, 8);
+        CHECK(sig == 3);
+        memcpy(&sig, r + 1032, 8);
+        CHECK(sig == 99);
+        CHECK(memcmp(r + 2048, data, 200) == 0 && memcmp(r + 3000, data, 8) == 0);
+        CHECK(poll_one(&cqe) && cqe.opcode == GPUIC_WQE_OP_PUT_SIGNAL);
+    }
+    CHECK(gpuic_cq_poll(cq, &cqe, 1) == 0); /* unsignalled WQEs wrote no CQE */
+    CHECK(gpuic_cmpl_wait(fx.cmpl, 0, GPUIC_CMPL_LOCAL, 10000000000ull) == GPUIC_OK);
+    CHECK(fixture_canaries_ok(&fx));
+}
+
+int main(void)
+{
+    gpuic_proxy_queue_t q = {0};
+
+    test_keytable();
+    if (!fixture_create(&fx, NT, LEN)) {
+        return unit_test_result("test_proxy_ops");
+    }
+    CHECK(gpuic_ring_create(8, 5, &ring) == GPUIC_OK);
+    CHECK(gpuic_cq_create(3, &cq) == GPUIC_ERR_INVALID_PARAM);
+    CHECK(gpuic_cq_create(64, &cq) == GPUIC_OK);
+    q.ring = ring;
+    q.keys = fx.keys;
+    q.cmpl = fx.cmpl;
+    q.cq = cq;
+    CHECK(gpuic_proxy_add(fx.proxy, &q) == GPUIC_OK);
+    test_invalid();
+    test_ops();
+    CHECK(gpuic_cq_overruns(cq) == 0);
+    fixture_destroy(&fx); /* the proxy first: it drains and stops */
+    gpuic_cq_destroy(cq);
+    gpuic_ring_destroy(ring);
+    return unit_test_result("test_proxy_ops");
+}
