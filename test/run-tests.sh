@@ -2,7 +2,11 @@
 # Runs gpuic's test suite from a built tree (contrib/build.sh) and ends with one line:
 #   N passed, N failed, N skipped
 #
-# Usage: test/run-tests.sh [PATTERN]   (only tests whose name contains PATTERN)
+# Usage: test/run-tests.sh [REGEX]   (only tests whose name matches REGEX, e.g. "unit/|accumulate")
+#
+# Environment: GPUIC_BUILD_DIR (default _build), GPUIC_TEST_KINDS (default "unit mpi device"),
+# GPUIC_TEST_LABEL (prefix for test names, e.g. "asan"), GPUIC_TEST_SUMMARY (a file to which
+# "passed failed skipped" is appended, for a caller that adds several runs up).
 #
 # Test lists: test/unit/testlist   "program [timeout]"  (or a script under test/, e.g. fuzz/run-fuzz.sh)
 #             test/mpi/testlist    "program ranks [VAR=value ...]"  (program.sh: a script)
@@ -55,7 +59,8 @@ run_list() { # kind list
         else
             np=$arg1; name="$kind/$prog.np$np${rest:+ $rest}"; t=300
         fi
-        [ -n "$pattern" ] && [[ $name != *"$pattern"* ]] && continue
+        [ -n "$pattern" ] && ! [[ $name =~ $pattern ]] && continue
+        [ -n "${GPUIC_TEST_LABEL:-}" ] && name="$GPUIC_TEST_LABEL:$name"
         log="$logdir/$(echo "$name" | tr ' /=' '___').log"
         if [ "$kind" = device ] && ! gpu_present; then
             echo "no GPU on this machine" >"$log"; record "$name" 77 "$log"; continue
@@ -94,9 +99,10 @@ if [ ! -f "$build/stage/lib/openmpi/mca_osc_gpuic.so" ]; then
     echo "0 passed, 1 failed, 0 skipped"
     exit 1
 fi
-run_list unit "$top/test/unit/testlist"
-run_list mpi "$top/test/mpi/testlist"
-run_list device "$top/test/device/testlist"
+for kind in ${GPUIC_TEST_KINDS:-unit mpi device}; do
+    run_list "$kind" "$top/test/$kind/testlist"
+done
 [ ${#failed_names[@]} -gt 0 ] && printf 'failed: %s\n' "${failed_names[@]}"
+[ -n "${GPUIC_TEST_SUMMARY:-}" ] && echo "$pass $fail $skip" >>"$GPUIC_TEST_SUMMARY"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

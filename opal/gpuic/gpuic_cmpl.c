@@ -1,3 +1,4 @@
+#include "gpuic_mem.h"
 #include "gpuic_cmpl.h"
 
 #include <stdlib.h>
@@ -13,12 +14,12 @@ gpuic_status_t gpuic_cmpl_create(uint32_t ntargets, gpuic_cmpl_t **cmpl_p)
     if (ntargets == 0 || ntargets >= (1u << 24)) {
         return GPUIC_ERR_INVALID_PARAM;
     }
-    cmpl = aligned_alloc(64, sizeof(*cmpl));
+    cmpl = gpuic_mem_aligned(64, sizeof(*cmpl));
     if (cmpl == NULL) {
         return GPUIC_ERR_NO_MEMORY;
     }
     memset(cmpl, 0, sizeof(*cmpl));
-    cmpl->counters = aligned_alloc(64, ntargets * sizeof(gpuic_cmpl_counter_t));
+    cmpl->counters = gpuic_mem_aligned(64, ntargets * sizeof(gpuic_cmpl_counter_t));
     if (cmpl->counters == NULL) {
         free(cmpl);
         return GPUIC_ERR_NO_MEMORY;

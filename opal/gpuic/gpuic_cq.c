@@ -1,3 +1,4 @@
+#include "gpuic_mem.h"
 #include "gpuic_cq.h"
 
 #include <stdlib.h>
@@ -21,7 +22,7 @@ gpuic_status_t gpuic_cq_create(uint32_t size, gpuic_cq_t **cq_p)
     if (size < 2 || (size & (size - 1)) != 0) {
         return GPUIC_ERR_INVALID_PARAM;
     }
-    cq = aligned_alloc(64, sizeof(*cq));
+    cq = gpuic_mem_aligned(64, sizeof(*cq));
     if (cq == NULL) {
         return GPUIC_ERR_NO_MEMORY;
     }

@@ -1,3 +1,4 @@
+#include "gpuic_mem.h"
 #include "gpuic_proxy.h"
 
 #include <errno.h>
@@ -97,7 +98,7 @@ static gpuic_proxy_op_t *gpuic_proxy_op_get(gpuic_proxy_t *proxy)
         proxy->free_ops = op->next_free;
         return op;
     }
-    op = aligned_alloc(GPUIC_WQE_BB_SIZE, sizeof(*op));
+    op = gpuic_mem_aligned(GPUIC_WQE_BB_SIZE, sizeof(*op));
     if (op != NULL) {
         op->proxy = proxy;
     }

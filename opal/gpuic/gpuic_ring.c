@@ -1,3 +1,4 @@
+#include "gpuic_mem.h"
 #include "gpuic_ring.h"
 
 #include <stdlib.h>
@@ -13,12 +14,12 @@ gpuic_status_t gpuic_ring_create(uint32_t size, uint32_t id, gpuic_ring_t **ring
         gpuic_log(GPUIC_LOG_DEBUG, "ring size %u is not a power of two in [2, 2^24]", size);
         return GPUIC_ERR_INVALID_PARAM;
     }
-    ring = aligned_alloc(64, sizeof(*ring));
+    ring = gpuic_mem_aligned(64, sizeof(*ring));
     if (ring == NULL) {
         return GPUIC_ERR_NO_MEMORY;
     }
     memset(ring, 0, sizeof(*ring));
-    ring->slots = aligned_alloc(GPUIC_WQE_BB_SIZE, (size_t)size * sizeof(gpuic_ring_slot_t));
+    ring->slots = gpuic_mem_aligned(GPUIC_WQE_BB_SIZE, (size_t)size * sizeof(gpuic_ring_slot_t));
     if (ring->slots == NULL) {
         goto err_free_ring;
     }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gpuic.h"
+#include "gpuic_mem.h"
 #include "unit_test.h"
 
 #define FIX_MAX_TARGETS 8
@@ -79,7 +80,7 @@ static inline int fixture_create(fixture_t *f, unsigned ntargets, size_t region_
     for (unsigned t = 0; t < ntargets; ++t) {
         gpuic_keytable_entry_t e;
 
-        f->buf[t] = aligned_alloc(4096, region_len + 2 * FIX_GUARD);
+        f->buf[t] = gpuic_mem_aligned(4096, region_len + 2 * FIX_GUARD);
         memset(f->buf[t], FIX_CANARY, region_len + 2 * FIX_GUARD);
         memset(fixture_region(f, t), 0, region_len);
         /* register the whole buffer: the transport could reach the canaries, only the key

@@ -12,5 +12,11 @@
 #include "gpuic_ep.h"
 #include "gpuic_mr.h"
 #include "gpuic_rma.h"
+#include "gpuic_wqe.h"
+#include "gpuic_ring.h"
+#include "gpuic_keytable.h"
+#include "gpuic_cmpl.h"
+#include "gpuic_cq.h"
+#include "gpuic_proxy.h"
 
 #endif /* GPUIC_H */

@@ -22,6 +22,8 @@ typedef struct gpuic_context gpuic_context_t;
 /** Parameters of gpuic_context_create(). */
 typedef struct gpuic_context_params {
     int thread_multiple; /**< non-zero: several threads may call into this context at once */
+    int thread_serialized; /**< non-zero: several threads call in, never at the same time (the
+                                caller serialises them, e.g. a proxy thread and its pausers) */
 } gpuic_context_params_t;
 
 /**

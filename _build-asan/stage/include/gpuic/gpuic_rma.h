@@ -43,6 +43,16 @@ typedef struct gpuic_lcc {
  */
 gpuic_status_t gpuic_lcc_wait(gpuic_context_t *ctx, gpuic_lcc_t *lcc);
 
+/**
+ * Completion record of the callback-reporting calls (gpuic_rma_put_nb(), gpuic_rma_get_nb(),
+ * gpuic_context_flush_nb()).  The caller embeds it in its own per-operation structure and
+ * recovers that structure in the callback; nothing is allocated per operation.
+ */
+typedef struct gpuic_rma_completion {
+    /** Called once from gpuic_context_progress() with the operation's outcome. */
+    void (*cb)(struct gpuic_rma_completion *self, gpuic_status_t status);
+} gpuic_rma_completion_t;
+
 /** Issues a put of @p len bytes from @p buf to @p raddr under @p rkey. */
 gpuic_status_t gpuic_rma_put(gpuic_ep_t *ep, const void *buf, size_t len, uint64_t raddr,
                              const gpuic_rkey_t *rkey);
@@ -58,6 +68,29 @@ gpuic_status_t gpuic_rma_put_lcc(gpuic_ep_t *ep, const void *buf, size_t len, ui
 /** gpuic_rma_get(), counted in @p lcc until the data has arrived. */
 gpuic_status_t gpuic_rma_get_lcc(gpuic_ep_t *ep, void *buf, size_t len, uint64_t raddr,
                                  const gpuic_rkey_t *rkey, gpuic_lcc_t *lcc);
+
+/**
+ * Issues a put and reports its local completion (the buffer may be reused).
+ * @return GPUIC_OK when it completed locally at once (@p comp is not called),
+ *         GPUIC_INPROGRESS when @p comp->cb will be called, or an error (not called).
+ *         Remote completion still comes from a flush.
+ */
+gpuic_status_t gpuic_rma_put_nb(gpuic_ep_t *ep, const void *buf, size_t len, uint64_t raddr,
+                                const gpuic_rkey_t *rkey, gpuic_rma_completion_t *comp);
+
+/**
+ * Issues a get and reports its completion (the data is in @p buf).
+ * @return as gpuic_rma_put_nb().
+ */
+gpuic_status_t gpuic_rma_get_nb(gpuic_ep_t *ep, void *buf, size_t len, uint64_t raddr,
+                                const gpuic_rkey_t *rkey, gpuic_rma_completion_t *comp);
+
+/**
+ * Starts a flush of every endpoint of the context (remote completion of everything issued so
+ * far).  @return GPUIC_OK when nothing was outstanding (@p comp is not called),
+ * GPUIC_INPROGRESS when @p comp->cb will be called, or an error (not called).
+ */
+gpuic_status_t gpuic_context_flush_nb(gpuic_context_t *ctx, gpuic_rma_completion_t *comp);
 
 /**
  * Issues a non-fetching atomic (ADD, AND, OR, XOR) of @p size (4 or 8) bytes.
