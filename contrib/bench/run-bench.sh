@@ -8,7 +8,8 @@
 # and prints a short summary of the headline targets.
 #
 # Usage: contrib/bench/run-bench.sh [--quick] [--out DIR] [--components "gpuic ucx rdma pt2pt"]
-#                                   [--timeout SECONDS] [--no-build] [-- osc_bench options...]
+#                                   [--rounds N] [--timeout SECONDS] [--no-build]
+#                                   [-- osc_bench options...]
 #
 # Each (component, operation) runs in its own mpirun, so a component that crashes loses only
 # the measurement it crashed in: the run is resumed after it and the lost cell is recorded as
@@ -18,8 +19,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${GPUIC_BUILD_DIR:-$top/_build}
 bench="$build/contrib/bench/osc_bench"
 
-invocation="contrib/bench/run-bench.sh $*"
-out="" quick="" do_build=1 run_timeout=180
+invocation="contrib/bench/run-bench.sh$(printf ' %q' "$@")"
+out="" quick="" do_build=1 run_timeout=180 rounds=1
 components="gpuic ucx rdma pt2pt"
 bench_args=()
 while [ $# -gt 0 ]; do
@@ -28,9 +29,10 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift ;;
     --components) components=$2; shift ;;
     --timeout) run_timeout=$2; shift ;;
+    --rounds) rounds=$2; shift ;;
     --no-build) do_build=0 ;;
     --) shift; bench_args=("$@"); break ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "run-bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -119,7 +121,7 @@ run_op() { # component op
     local comp=$1 op=$2 queue=("$syncs|$user_min") i=0 item list min died sync size rc rest s found
     while [ $i -lt ${#queue[@]} ]; do
         item=${queue[i]}; list=${item%|*}; min=${item#*|}
-        died=$(run_once "$comp" "$op" "$list" "$min" "$out/logs/$comp.$op.$i")
+        died=$(run_once "$comp" "$op" "$list" "$min" "$out/logs/$comp.$op.r$round.$i")
         i=$((i + 1))
         [ -z "$died" ] && continue
         read -r sync size rc <<<"$died"
@@ -127,11 +129,11 @@ run_op() { # component op
             for s in $list; do
                 echo "$comp,$op,$s,all,$(metric_of "$op"),NA,$(failure_note "$rc") before any measurement" >>"$csv"
             done
-            echo "  $comp $op: $(failure_note "$rc") before any measurement (log $out/logs/$comp.$op.$((i - 1)).err)"
+            echo "  $comp $op: $(failure_note "$rc") before any measurement (log $out/logs/$comp.$op.r$round.$((i - 1)).err)"
             continue
         fi
         echo "$comp,$op,$sync,$size,$(metric_of "$op"),NA,$(failure_note "$rc")" >>"$csv"
-        echo "  $comp $op $sync $size: $(failure_note "$rc") (log $out/logs/$comp.$op.$((i - 1)).err)"
+        echo "  $comp $op $sync $size: $(failure_note "$rc") (log $out/logs/$comp.$op.r$round.$((i - 1)).err)"
         case $op in
         accumulate|get_accumulate|fetch_and_op|compare_and_swap) ;; # one size only
         *) [ $((size + 1)) -le "$(max_bytes)" ] && queue+=("$sync|$((size + 1))") ;;
@@ -156,20 +158,33 @@ max_bytes() {
     echo "$v"
 }
 
+# Other work on the machine shows up as noise; say so rather than hide it.
+machine_load() {
+    local others
+    others=$(pgrep -c -f 'mpirun|orted' 2>/dev/null)
+    echo "load average $(cut -d' ' -f1-3 /proc/loadavg), other mpirun/orted processes: ${others:-0}"
+}
+
 start=$(date +%s)
 {
     echo "command: $invocation"
-    echo "mpirun: ${MPIRUN[*]} --mca osc NAME $bench --label NAME --ops OP ${quick} ${bench_args[*]}"
+    echo "mpirun: ${MPIRUN[*]} --mca osc NAME $bench --label NAME --ops OP --sync LIST ${quick} ${pass_args[*]}"
     echo "host: $(hostname), $(nproc) cores, $(mpirun --version 2>/dev/null | head -1), git $(git -C "$top" rev-parse --short HEAD 2>/dev/null)"
+    echo "before: $(machine_load)"
 } | tee "$out/README.txt"
-echo "osc_bench: components [$components], output $out"
-for comp in $components; do
-    t0=$(date +%s)
+echo "osc_bench: components [$components], $rounds round(s), output $out"
+# Components take turns per operation, so that background load drifting over the run hits
+# them alike; with --rounds N every cell is measured N times and the report keeps the best.
+for ((round = 1; round <= rounds; ++round)); do
     for op in $ops; do
-        run_op "$comp" "$op"
+        t0=$(date +%s)
+        for comp in $components; do
+            run_op "$comp" "$op"
+        done
+        echo "  round $round $op: $(($(date +%s) - t0)) s"
     done
-    echo "  $comp: $(grep -c "^$comp," "$csv") rows in $(($(date +%s) - t0)) s"
 done
+echo "after: $(machine_load)" | tee -a "$out/README.txt"
 echo "  total $(($(date +%s) - start)) s"
 
 # --- Report: ratios, summary, plots ----------------------------------------------------------
