@@ -19,7 +19,10 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${GPUIC_BUILD_DIR:-$top/_build}
 bench="$build/contrib/bench/osc_bench"
 
-invocation="contrib/bench/run-bench.sh$(printf ' %q' "$@")"
+invocation="contrib/bench/run-bench.sh"
+for arg in "$@"; do
+    if [[ $arg =~ ^[A-Za-z0-9_./,=:+-]+$ ]]; then invocation+=" $arg"; else invocation+=" $(printf '%q' "$arg")"; fi
+done
 out="" quick="" do_build=1 run_timeout=180 rounds=1
 components="gpuic ucx rdma pt2pt"
 bench_args=()
