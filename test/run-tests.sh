@@ -27,7 +27,8 @@ export OMPI_MCA_mca_base_component_path="SYS_DEFAULT:$build/stage/lib/openmpi"
 export OMPI_MCA_mpi_yield_when_idle=1
 MPIRUN=(mpirun --oversubscribe --bind-to none --mca osc gpuic)
 # Sanitizer settings reach every rank.
-for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose; do
+for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose \
+         CUDA_MPS_PIPE_DIRECTORY; do
     [ -n "${!v:-}" ] && MPIRUN+=(-x "$v")
 done
 export GPUIC_TEST_MPIRUN="${MPIRUN[*]}"
@@ -100,8 +101,14 @@ if [ ! -f "$build/stage/lib/openmpi/mca_osc_gpuic.so" ]; then
     exit 1
 fi
 for kind in ${GPUIC_TEST_KINDS:-unit mpi device}; do
+    if [ "$kind" = device ] && gpu_present; then
+        # several ranks share a single GPU through MPS
+        eval "$("$top/contrib/mps.sh" start)"
+        [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && MPIRUN+=(-x CUDA_MPS_PIPE_DIRECTORY)
+    fi
     run_list "$kind" "$top/test/$kind/testlist"
 done
+gpu_present && "$top/contrib/mps.sh" stop
 [ ${#failed_names[@]} -gt 0 ] && printf 'failed: %s\n' "${failed_names[@]}"
 [ -n "${GPUIC_TEST_SUMMARY:-}" ] && echo "$pass $fail $skip" >>"$GPUIC_TEST_SUMMARY"
 echo "$pass passed, $fail failed, $skip skipped"

@@ -33,6 +33,9 @@ int MPIX_Gpuic_get_version(int *major, int *minor, int *patch)
 int MPIX_Gpuic_query_capabilities(int *caps)
 {
     *caps = MPIX_GPUIC_CAP_HOST_RMA;
+#ifdef MPIX_GPUIC_BUILT_WITH_CUDA
+    *caps |= MPIX_GPUIC_CAP_DEVICE_API;
+#endif
     return MPI_SUCCESS;
 }
 
@@ -53,4 +56,18 @@ int MPIX_Win_gpuic_target_path(MPI_Win win, int rank, int *path)
         return MPI_ERR_WIN;
     }
     return ext->target_path(win->w_osc_module, rank, path);
+}
+
+int MPIX_Win_get_device_handle(MPI_Win win, MPIX_Win_device *handle)
+{
+    ompi_osc_gpuic_ext_t *ext = mpix_gpuic_ext(win);
+    void *h = NULL;
+    int rc;
+
+    if (ext == NULL) {
+        return MPI_ERR_WIN;
+    }
+    rc = ext->device_handle(win->w_osc_module, &h);
+    *handle = rc == MPI_SUCCESS ? (MPIX_Win_device)h : NULL;
+    return rc;
 }

@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include "mpix_gpuic_device_types.h"
 #include "mpix_gpuic_version.h"
 
 #ifdef __cplusplus
@@ -16,12 +17,15 @@ extern "C" {
 #endif
 
 /** Capability bits returned by MPIX_Gpuic_query_capabilities(). */
-#define MPIX_GPUIC_CAP_HOST_RMA 0x1 /**< MPI RMA on host memory through gpuic windows */
+#define MPIX_GPUIC_CAP_HOST_RMA   0x1 /**< MPI RMA on host memory through gpuic windows */
+#define MPIX_GPUIC_CAP_DEVICE_API 0x2 /**< GPU windows and the device API (mpix_gpuic_device.cuh);
+                                           usable where a CUDA driver and device exist */
 
 /** Paths a target can be served by (MPIX_Win_gpuic_target_path()). */
 #define MPIX_GPUIC_PATH_SELF   0 /**< the calling process itself */
 #define MPIX_GPUIC_PATH_DIRECT 1 /**< same node: direct loads and stores through a mapping */
 #define MPIX_GPUIC_PATH_UCX    2 /**< UCX RMA */
+#define MPIX_GPUIC_PATH_IPC    3 /**< same node, device memory: through a CUDA IPC mapping */
 
 /**
  * Returns the version of the gpuic library linked in (which may differ from
@@ -43,6 +47,16 @@ int MPIX_Win_is_gpuic(MPI_Win win, int *flag);
  * @return MPI_ERR_WIN when @p win is not a gpuic window; MPI_ERR_RANK for a bad rank.
  */
 int MPIX_Win_gpuic_target_path(MPI_Win win, int rank, int *path);
+
+/**
+ * Returns the device handle of @p win for kernels (mpix_gpuic_device.cuh).  The handle lives
+ * as long as the window; calling again returns the same handle.  Errors that device calls
+ * record are returned by the window's next synchronization call (flush, unlock, fence,
+ * complete, wait) as their MPI error class.
+ * @return MPI_ERR_WIN when @p win is not a gpuic window; MPI_ERR_UNSUPPORTED_OPERATION when
+ *         no CUDA device is usable in this process.
+ */
+int MPIX_Win_get_device_handle(MPI_Win win, MPIX_Win_device *handle);
 
 #ifdef __cplusplus
 }

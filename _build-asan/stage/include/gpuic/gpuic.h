@@ -12,6 +12,7 @@
 #include "gpuic_ep.h"
 #include "gpuic_mr.h"
 #include "gpuic_rma.h"
+#include "gpuic_cuda.h"
 #include "gpuic_wqe.h"
 #include "gpuic_ring.h"
 #include "gpuic_keytable.h"

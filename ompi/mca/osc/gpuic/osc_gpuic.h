@@ -30,6 +30,7 @@
 #include "ompi/win/win.h"
 
 #include "gpuic.h"
+#include "mpix_gpuic_device_types.h"
 #include "osc_gpuic_ext.h"
 
 BEGIN_C_DECLS
@@ -86,6 +87,7 @@ typedef struct ompi_osc_gpuic_region {
     uint64_t     size;   /**< bytes */
     gpuic_rkey_t *rkey;  /**< key for UCX access; NULL when size is 0 */
     void         *direct; /**< local mapping of the region (loads and stores), or NULL */
+    int          gpu;    /**< the region is device memory: direct is a device address */
 } ompi_osc_gpuic_region_t;
 
 /** What this process knows of one peer's window. */
@@ -104,6 +106,8 @@ typedef struct ompi_osc_gpuic_peer {
     ompi_osc_gpuic_region_t *dyn;
     int          ndyn;
     uint64_t     dyn_seq;      /**< table sequence number dyn was read at (0: never) */
+    gpuic_cuda_ipc_t ipc;      /**< GPU windows: the peer's export of its memory */
+    bool         ipc_mapped;   /**< win.direct is our CUDA IPC mapping of it */
 } ompi_osc_gpuic_peer_t;
 
 /** A region this process attached to its dynamic window. */
@@ -126,6 +130,10 @@ typedef struct ompi_osc_gpuic_module {
     size_t                     size;
     int                        disp_unit;
     bool                       no_locks;   /**< info no_locks=true: lock calls are erroneous */
+    bool                       gpu;        /**< the window memory is device memory */
+    bool                       gpu_owned;  /**< ...allocated by gpuic (MPI_Win_allocate) */
+    void                       *dev_handle; /**< device copy of the MPIX_Gpuic_device_win */
+    uint32_t                   *dev_error;  /**< host word device calls record errors in */
     /** Every process maps every peer's window and state block, so accumulates and state-word
      *  atomics use CPU atomics on the mappings.  Decided collectively at creation: every origin
      *  must use the same kind of atomics on a word, or atomicity is lost. */
@@ -304,6 +312,39 @@ int ompi_osc_gpuic_shared_allocate(ompi_osc_gpuic_module_t *module, struct opal_
 /** Unmaps the shared segment. */
 void ompi_osc_gpuic_shared_release(ompi_osc_gpuic_module_t *module);
 
+/* GPU windows (osc_gpuic_gpu.c) */
+/** True when @p info asks for device memory (mpi_assert_memory_alloc_kinds has cuda:device). */
+bool ompi_osc_gpuic_info_wants_device(struct opal_info_t *info);
+/** Allocates the window's device memory (MPI_Win_allocate); sets module->base. */
+int ompi_osc_gpuic_gpu_allocate(ompi_osc_gpuic_module_t *module, size_t size);
+/** True when @p base (MPI_Win_create) is device memory; loads nothing in host-only processes. */
+bool ompi_osc_gpuic_gpu_detect(const void *base, size_t size);
+/** Describes the window's device memory for same-node peers (zeroes for host windows). */
+int ompi_osc_gpuic_gpu_export(ompi_osc_gpuic_module_t *module, gpuic_cuda_ipc_t *ipc);
+/** Maps peer @p rank's device memory (or our own) into peers[rank].win. */
+int ompi_osc_gpuic_gpu_peer_setup(ompi_osc_gpuic_module_t *module, int rank,
+                                  const gpuic_cuda_ipc_t *ipc);
+/** Unmaps peers, frees the device handle, error word and owned device memory. */
+void ompi_osc_gpuic_gpu_cleanup(ompi_osc_gpuic_module_t *module);
+/** The MPI error class a device call recorded since the last check (0 when none); clears it. */
+int ompi_osc_gpuic_device_error(ompi_osc_gpuic_module_t *module);
+/** ext entry point: the window's device handle (built on first use). */
+int ompi_osc_gpuic_device_handle(void *module, void **handle_p);
+
+/** A host copy of a user buffer in device memory (host code never dereferences device memory). */
+typedef struct ompi_osc_gpuic_bounce {
+    void      *user;  /**< the caller's buffer */
+    void      *buf;   /**< what to use instead: user itself, or the host copy (same layout) */
+    char      *host;  /**< the host copy of [user + lo, user + lo + span), NULL when none */
+    ptrdiff_t lo;
+    size_t    span;
+} ompi_osc_gpuic_bounce_t;
+/** Sets b->buf: @p buf itself for host memory, else a host copy of its layout's bytes. */
+int ompi_osc_gpuic_bounce_in(ompi_osc_gpuic_bounce_t *b, void *buf, int count,
+                             struct ompi_datatype_t *dt);
+/** Frees the host copy, first writing it back to the device when @p copy_out. */
+int ompi_osc_gpuic_bounce_out(ompi_osc_gpuic_bounce_t *b, bool copy_out);
+
 /* Dynamic windows (osc_gpuic_dynamic.c) */
 /** Allocates and registers the window's region table (module->base/size describe it). */
 int ompi_osc_gpuic_dynamic_setup(ompi_osc_gpuic_module_t *module, gpuic_context_t *ctx);
@@ -378,6 +419,15 @@ int ompi_osc_gpuic_request_completed(struct ompi_win_t *win, struct ompi_request
 static inline ompi_osc_gpuic_module_t *ompi_osc_gpuic_module(struct ompi_win_t *win)
 {
     return (ompi_osc_gpuic_module_t *)win->w_osc_module;
+}
+
+/**
+ * What a synchronization call returns: its own error @p rc, or else the error a device call on
+ * the window recorded since the last synchronization (device errors surface here).
+ */
+static inline int ompi_osc_gpuic_sync_result(ompi_osc_gpuic_module_t *module, int rc)
+{
+    return rc != OMPI_SUCCESS ? rc : ompi_osc_gpuic_device_error(module);
 }
 
 /** Log helper: this process's rank in the window. */

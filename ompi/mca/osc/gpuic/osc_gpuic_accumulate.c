@@ -185,6 +185,8 @@ static bool ompi_osc_gpuic_acc_single(ompi_osc_gpuic_acc_t *acc, const void *ori
     ptrdiff_t lb, extent;
 
     if (!acc->module->all_direct || tcount != 1 || !ompi_datatype_is_predefined(tdt) ||
+        (gpuic_cuda_available() &&
+         (gpuic_cuda_is_device_ptr(origin) || gpuic_cuda_is_device_ptr(result))) ||
         (origin != NULL && (ocount != 1 || odt != tdt)) ||
         (result != NULL && (rcount != 1 || rdt != tdt))) {
         return false;
@@ -211,6 +213,8 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
                                   struct ompi_op_t *op)
 {
     ompi_osc_gpuic_acc_t acc = {module, target, NULL, op, NULL, 0, 0, NULL, NULL};
+    ompi_osc_gpuic_bounce_t ob = {0}, rb = {0};
+    int rc_b;
     size_t tsize, osize, rsize, nbytes, bytes;
     ptrdiff_t lb, extent;
     uint32_t prim_count;
@@ -264,8 +268,16 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
         rc = MPI_ERR_NO_MEM;
         goto out_free;
     }
+    /* origin and result may be device memory: work on host copies */
+    rc = ompi_osc_gpuic_bounce_in(&ob, (void *)origin, ocount, odt);
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_bounce_in(&rb, result, rcount, rdt);
+    }
+    if (rc != OMPI_SUCCESS) {
+        goto out_free;
+    }
     if (origin != NULL) {
-        rc = ompi_osc_gpuic_dt_copy(acc.obuf, acc.nelem, acc.prim, origin, ocount, odt);
+        rc = ompi_osc_gpuic_dt_copy(acc.obuf, acc.nelem, acc.prim, ob.buf, ocount, odt);
         if (rc != OMPI_SUCCESS) {
             goto out_free;
         }
@@ -280,9 +292,13 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
         rc = ompi_osc_gpuic_acc_locked(&acc, bytes, raddr, tcount, tdt);
     }
     if (rc == OMPI_SUCCESS && result != NULL) {
-        rc = ompi_osc_gpuic_dt_copy(result, rcount, rdt, acc.old, acc.nelem, acc.prim);
+        rc = ompi_osc_gpuic_dt_copy(rb.buf, rcount, rdt, acc.old, acc.nelem, acc.prim);
     }
 out_free:
+    rc_b = ompi_osc_gpuic_bounce_out(&ob, false);
+    rc = rc != OMPI_SUCCESS ? rc : rc_b;
+    rc_b = ompi_osc_gpuic_bounce_out(&rb, rc == OMPI_SUCCESS);
+    rc = rc != OMPI_SUCCESS ? rc : rc_b;
     free(acc.old);
     free(acc.obuf);
     return rc;
@@ -352,6 +368,32 @@ static void ompi_osc_gpuic_cas_atomic(char *t, const void *value, const void *co
     }
 }
 
+/* compare_and_swap with some buffers in device memory: through host copies of all three. */
+static int ompi_osc_gpuic_cas_bounced(const void *origin_addr, const void *compare_addr,
+                                      void *result_addr, struct ompi_datatype_t *dt, int target,
+                                      ptrdiff_t target_disp, struct ompi_win_t *win)
+{
+    ompi_osc_gpuic_bounce_t ob = {0}, cb = {0}, rb = {0};
+    int rc, rc_b;
+
+    rc = ompi_osc_gpuic_bounce_in(&ob, (void *)origin_addr, 1, dt);
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_bounce_in(&cb, (void *)compare_addr, 1, dt);
+    }
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_bounce_in(&rb, result_addr, 1, dt);
+    }
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_compare_and_swap(ob.buf, cb.buf, rb.buf, dt, target, target_disp,
+                                             win);
+    }
+    rc_b = ompi_osc_gpuic_bounce_out(&rb, rc == OMPI_SUCCESS);
+    rc = rc != OMPI_SUCCESS ? rc : rc_b;
+    (void)ompi_osc_gpuic_bounce_out(&cb, false);
+    (void)ompi_osc_gpuic_bounce_out(&ob, false);
+    return rc;
+}
+
 int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare_addr,
                                     void *result_addr, struct ompi_datatype_t *dt, int target,
                                     ptrdiff_t target_disp, struct ompi_win_t *win)
@@ -373,6 +415,12 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
         return rc;
     }
     ompi_datatype_type_size(dt, &esize);
+    if (gpuic_cuda_available() &&
+        (gpuic_cuda_is_device_ptr(origin_addr) || gpuic_cuda_is_device_ptr(compare_addr) ||
+         gpuic_cuda_is_device_ptr(result_addr))) {
+        return ompi_osc_gpuic_cas_bounced(origin_addr, compare_addr, result_addr, dt, target,
+                                          target_disp, win);
+    }
     if (module->all_direct) {
         t = (char *)region->direct + (raddr - region->base);
         if (ompi_osc_gpuic_acc_atomic_class(esize, t)) {

@@ -46,7 +46,7 @@ int ompi_osc_gpuic_fence(int mpi_assert, struct ompi_win_t *win)
                                                       : OMPI_OSC_GPUIC_EPOCH_FENCE;
     module->ops_since_fence = 0;
     opal_mutex_unlock(&module->lock);
-    return rc;
+    return ompi_osc_gpuic_sync_result(module, rc);
 }
 
 /* Translates a group to ranks of the window's communicator; MPI_ERR_GROUP if one is not in it. */
@@ -152,7 +152,7 @@ int ompi_osc_gpuic_complete(struct ompi_win_t *win)
     module->start_n = 0;
     module->epoch = OMPI_OSC_GPUIC_EPOCH_NONE;
     opal_mutex_unlock(&module->lock);
-    return rc;
+    return ompi_osc_gpuic_sync_result(module, rc);
 }
 
 int ompi_osc_gpuic_post(struct ompi_group_t *group, int mpi_assert, struct ompi_win_t *win)
@@ -230,7 +230,7 @@ int ompi_osc_gpuic_wait(struct ompi_win_t *win)
     opal_mutex_lock(&module->lock);
     rc = ompi_osc_gpuic_exposure_end(module, true, &flag);
     opal_mutex_unlock(&module->lock);
-    return rc;
+    return ompi_osc_gpuic_sync_result(module, rc);
 }
 
 int ompi_osc_gpuic_test(struct ompi_win_t *win, int *flag)
@@ -241,5 +241,5 @@ int ompi_osc_gpuic_test(struct ompi_win_t *win, int *flag)
     opal_mutex_lock(&module->lock);
     rc = ompi_osc_gpuic_exposure_end(module, false, flag);
     opal_mutex_unlock(&module->lock);
-    return rc;
+    return rc == OMPI_SUCCESS && *flag ? ompi_osc_gpuic_sync_result(module, rc) : rc;
 }

@@ -5,6 +5,7 @@
  */
 #include "ompi_config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "mpi.h"
@@ -42,7 +43,35 @@ typedef struct ompi_osc_gpuic_xfer_arg {
     int                     target;
     ompi_osc_gpuic_region_t *region;
     bool                    is_put;
+    bool                    local_dev; /* the origin buffer is device memory */
 } ompi_osc_gpuic_xfer_arg_t;
+
+/* A UCX transfer whose local side is device memory: UCX here may not read device memory, so
+ * the piece goes through a host buffer, completed locally before returning. */
+static gpuic_status_t ompi_osc_gpuic_xfer_bounced(ompi_osc_gpuic_peer_t *peer,
+                                                  ompi_osc_gpuic_region_t *region, bool is_put,
+                                                  char *local, size_t len, uint64_t raddr)
+{
+    char *tmp = malloc(len);
+    gpuic_status_t status;
+
+    if (tmp == NULL) {
+        return GPUIC_ERR_NO_MEMORY;
+    }
+    status = is_put ? gpuic_cuda_memcpy(tmp, local, len) : GPUIC_OK;
+    if (status == GPUIC_OK) {
+        status = is_put ? gpuic_rma_put_lcc(peer->ep, tmp, len, raddr, region->rkey, &peer->lcc)
+                        : gpuic_rma_get_lcc(peer->ep, tmp, len, raddr, region->rkey, &peer->lcc);
+    }
+    if (status == GPUIC_OK) {
+        status = gpuic_lcc_wait(mca_osc_gpuic_component.ctx, &peer->lcc);
+    }
+    if (status == GPUIC_OK && !is_put) {
+        status = gpuic_cuda_memcpy(local, tmp, len);
+    }
+    free(tmp);
+    return status;
+}
 
 /* One contiguous piece: through the mapping when there is one, else through UCX. */
 static int ompi_osc_gpuic_xfer(const ompi_osc_gpuic_xfer_arg_t *x, char *local, size_t len,
@@ -55,6 +84,12 @@ static int ompi_osc_gpuic_xfer(const ompi_osc_gpuic_xfer_arg_t *x, char *local, 
     if (region->direct != NULL) {
         char *remote = (char *)region->direct + (raddr - region->base);
 
+        if (region->gpu || x->local_dev) {
+            /* device memory on either side: the driver copies (host code never touches it) */
+            status = x->is_put ? gpuic_cuda_memcpy(remote, local, len)
+                               : gpuic_cuda_memcpy(local, remote, len);
+            return ompi_osc_gpuic_error(status);
+        }
         if (x->is_put) {
             memcpy(remote, local, len);
         } else {
@@ -65,6 +100,10 @@ static int ompi_osc_gpuic_xfer(const ompi_osc_gpuic_xfer_arg_t *x, char *local, 
     /* Marked before issue, so that a flush that sees it clear owes nothing. */
     __atomic_store_n(&peer->ucx_pending, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&x->module->ucx_pending, 1, __ATOMIC_RELAXED);
+    if (x->local_dev) {
+        return ompi_osc_gpuic_error(ompi_osc_gpuic_xfer_bounced(peer, region, x->is_put, local,
+                                                                len, raddr));
+    }
     status = x->is_put ? gpuic_rma_put_lcc(peer->ep, local, len, raddr, region->rkey, &peer->lcc)
                        : gpuic_rma_get_lcc(peer->ep, local, len, raddr, region->rkey,
                                            &peer->lcc);
@@ -116,7 +155,7 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
                               int ocount, struct ompi_datatype_t *odt, int target,
                               ptrdiff_t tdisp, int tcount, struct ompi_datatype_t *tdt)
 {
-    ompi_osc_gpuic_xfer_arg_t x = {module, target, NULL, is_put};
+    ompi_osc_gpuic_xfer_arg_t x = {module, target, NULL, is_put, false};
     ptrdiff_t olo, ohi;
     size_t osize, tsize;
     uint64_t raddr;
@@ -141,6 +180,8 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
+    /* Only a process that uses CUDA can hold device buffers; the check costs nothing elsewhere. */
+    x.local_dev = gpuic_cuda_available() && gpuic_cuda_is_device_ptr(origin);
     if (ompi_datatype_is_contiguous_memory_layout(odt, ocount) &&
         ompi_datatype_is_contiguous_memory_layout(tdt, tcount)) {
         ptrdiff_t tlo, thi;
@@ -163,7 +204,7 @@ int ompi_osc_gpuic_rma_layout(ompi_osc_gpuic_module_t *module, int target,
                               int bcount, struct ompi_datatype_t *bdt, uint64_t raddr,
                               int tcount, struct ompi_datatype_t *tdt)
 {
-    ompi_osc_gpuic_xfer_arg_t x = {module, target, region, is_put};
+    ompi_osc_gpuic_xfer_arg_t x = {module, target, region, is_put, false};
 
     return ompi_osc_gpuic_dt_walk(buf, bcount, bdt, (void *)(uintptr_t)raddr, tcount, tdt,
                                   ompi_osc_gpuic_xfer_block, &x);

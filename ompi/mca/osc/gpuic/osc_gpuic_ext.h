@@ -23,11 +23,17 @@ typedef struct ompi_osc_gpuic_ext {
      * OMPI_OSC_GPUIC_PATH_* values below.
      */
     int (*target_path)(void *module, int rank, int *path);
+    /**
+     * Returns the window's device handle (a device pointer to its MPIX_Gpuic_device_win),
+     * built on first use and freed with the window.
+     */
+    int (*device_handle)(void *module, void **handle_p);
 } ompi_osc_gpuic_ext_t;
 
 /** Paths a target can be served by (values shared with mpix_gpuic.h). */
 #define OMPI_OSC_GPUIC_PATH_SELF   0 /**< the calling process itself */
 #define OMPI_OSC_GPUIC_PATH_DIRECT 1 /**< same node: direct loads and stores through a mapping */
 #define OMPI_OSC_GPUIC_PATH_UCX    2 /**< UCX RMA (network or copy engine) */
+#define OMPI_OSC_GPUIC_PATH_IPC    3 /**< same node, device memory: copies through CUDA IPC */
 
 #endif /* OMPI_OSC_GPUIC_EXT_H */

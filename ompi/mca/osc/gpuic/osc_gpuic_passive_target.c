@@ -135,7 +135,7 @@ int ompi_osc_gpuic_unlock(int target, struct ompi_win_t *win)
         module->epoch = OMPI_OSC_GPUIC_EPOCH_NONE;
     }
     opal_mutex_unlock(&module->lock);
-    return rc;
+    return ompi_osc_gpuic_sync_result(module, rc);
 }
 
 int ompi_osc_gpuic_lock_all(int mpi_assert, struct ompi_win_t *win)
@@ -196,7 +196,7 @@ int ompi_osc_gpuic_unlock_all(struct ompi_win_t *win)
     }
     module->epoch = OMPI_OSC_GPUIC_EPOCH_NONE;
     opal_mutex_unlock(&module->lock);
-    return rc;
+    return ompi_osc_gpuic_sync_result(module, rc);
 }
 
 int ompi_osc_gpuic_sync(struct ompi_win_t *win)
@@ -240,7 +240,7 @@ int ompi_osc_gpuic_flush(int target, struct ompi_win_t *win)
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    return ompi_osc_gpuic_peer_flush(module, target);
+    return ompi_osc_gpuic_sync_result(module, ompi_osc_gpuic_peer_flush(module, target));
 }
 
 int ompi_osc_gpuic_flush_all(struct ompi_win_t *win)
@@ -251,7 +251,7 @@ int ompi_osc_gpuic_flush_all(struct ompi_win_t *win)
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    return ompi_osc_gpuic_module_flush(module);
+    return ompi_osc_gpuic_sync_result(module, ompi_osc_gpuic_module_flush(module));
 }
 
 int ompi_osc_gpuic_flush_local(int target, struct ompi_win_t *win)
@@ -262,7 +262,7 @@ int ompi_osc_gpuic_flush_local(int target, struct ompi_win_t *win)
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    return ompi_osc_gpuic_peer_flush_local(module, target);
+    return ompi_osc_gpuic_sync_result(module, ompi_osc_gpuic_peer_flush_local(module, target));
 }
 
 int ompi_osc_gpuic_flush_local_all(struct ompi_win_t *win)
@@ -273,5 +273,5 @@ int ompi_osc_gpuic_flush_local_all(struct ompi_win_t *win)
     for (i = 0; i < n && rc == OMPI_SUCCESS; ++i) {
         rc = ompi_osc_gpuic_peer_flush_local(module, i);
     }
-    return rc;
+    return ompi_osc_gpuic_sync_result(module, rc);
 }

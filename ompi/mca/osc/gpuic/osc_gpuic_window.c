@@ -27,6 +27,9 @@ typedef struct ompi_osc_gpuic_wininfo {
     uint32_t address_len;
     uint32_t rkey_len;
     uint32_t state_rkey_len;
+    uint32_t gpu;            /* the window memory is device memory */
+    uint32_t reserved;
+    gpuic_cuda_ipc_t ipc;    /* ...exported for same-node peers */
 } ompi_osc_gpuic_wininfo_t;
 
 static int ompi_osc_gpuic_target_path(void *m, int rank, int *path)
@@ -38,6 +41,8 @@ static int ompi_osc_gpuic_target_path(void *m, int rank, int *path)
     }
     if (rank == ompi_comm_rank(module->comm)) {
         *path = OMPI_OSC_GPUIC_PATH_SELF;
+    } else if (module->peers[rank].win.gpu && module->peers[rank].win.direct != NULL) {
+        *path = OMPI_OSC_GPUIC_PATH_IPC;
     } else if (module->peers[rank].win.direct != NULL) {
         *path = OMPI_OSC_GPUIC_PATH_DIRECT;
     } else {
@@ -83,6 +88,8 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
 {
     int i, n;
 
+    /* Mappings of peers' device memory first: they are recorded in the peers array. */
+    ompi_osc_gpuic_gpu_cleanup(module);
     if (module->peers != NULL) {
         n = ompi_comm_size(module->comm);
         ompi_osc_gpuic_dynamic_cleanup(module);
@@ -173,6 +180,14 @@ static int ompi_osc_gpuic_blob_build(ompi_osc_gpuic_module_t *module, gpuic_cont
         }
         return ompi_osc_gpuic_error(status);
     }
+    if (ompi_osc_gpuic_gpu_export(module, &info.ipc) != OMPI_SUCCESS) {
+        if (rkey != NULL) {
+            gpuic_mr_blob_release(rkey);
+        }
+        gpuic_mr_blob_release(state_rkey);
+        return MPI_ERR_WIN;
+    }
+    info.gpu = module->gpu;
     info.base = (uint64_t)(uintptr_t)module->base;
     info.size = module->size;
     info.state_addr = (uint64_t)(uintptr_t)module->state;
@@ -230,6 +245,13 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
     if (status != GPUIC_OK) {
         return ompi_osc_gpuic_error(status);
     }
+    if (info.gpu) {
+        /* Device memory: reached through CUDA IPC (host copies or device code). */
+        rc = ompi_osc_gpuic_gpu_peer_setup(module, rank, &info.ipc);
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+    }
     if (rank == ompi_comm_rank(module->comm)) {
         /* Our own window and state need no mapping. */
         peer->win.direct = peer->win.size > 0 ? module->base : NULL;
@@ -237,7 +259,9 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
     } else if (mca_osc_gpuic_component.direct) {
         void *ptr = NULL;
 
-        if (module->flavor == MPI_WIN_FLAVOR_SHARED) {
+        if (info.gpu) {
+            /* mapped above */
+        } else if (module->flavor == MPI_WIN_FLAVOR_SHARED) {
             /* The whole segment is mapped here already. */
             peer->win.direct = peer->win.size > 0 ? module->shm_seg + module->shm_off[rank]
                                                   : NULL;
@@ -265,7 +289,9 @@ static int ompi_osc_gpuic_decide_direct(ompi_osc_gpuic_module_t *module)
     for (i = 0; i < n; ++i) {
         const ompi_osc_gpuic_peer_t *peer = &module->peers[i];
 
-        if ((peer->win.size > 0 && peer->win.direct == NULL) || peer->state_direct == NULL) {
+        /* CPU atomics cannot reach device memory. */
+        if ((peer->win.size > 0 && (peer->win.direct == NULL || peer->win.gpu)) ||
+            peer->state_direct == NULL) {
             mine = 0;
         }
     }
@@ -351,6 +377,7 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     module->super = ompi_osc_gpuic_module_template;
     module->ext.magic = OMPI_OSC_GPUIC_EXT_MAGIC;
     module->ext.target_path = ompi_osc_gpuic_target_path;
+    module->ext.device_handle = ompi_osc_gpuic_device_handle;
     module->win = win;
     module->flavor = flavor;
     module->size = size;
@@ -372,8 +399,18 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     n = ompi_comm_size(module->comm);
 
     module->id = __atomic_fetch_add(&mca_osc_gpuic_component.next_id, 1, __ATOMIC_RELAXED);
+    /* A process that uses CUDA may hand device buffers to any window: be ready to tell. */
+    (void)gpuic_cuda_init_if_loaded();
     switch (flavor) {
     case MPI_WIN_FLAVOR_ALLOCATE:
+        if (ompi_osc_gpuic_info_wants_device(info)) {
+            rc = ompi_osc_gpuic_gpu_allocate(module, size);
+            if (rc != OMPI_SUCCESS) {
+                goto err_destroy;
+            }
+            *base = module->base;
+            break;
+        }
         /* UCX allocates the memory so that same-node peers can map it directly. */
         if (size > 0) {
             status = gpuic_mr_allocate(ctx, size, &module->mr);
@@ -401,7 +438,9 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
         break;
     default:
         module->base = *base;
-        if (size > 0) {
+        if (ompi_osc_gpuic_gpu_detect(module->base, size)) {
+            module->gpu = true; /* cudaMalloc memory: exported through CUDA IPC, not UCX */
+        } else if (size > 0) {
             status = gpuic_mr_register(ctx, module->base, size, &module->mr);
         }
         break;

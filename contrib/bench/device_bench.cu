@@ -1,0 +1,343 @@
+/*
+ * device_bench: device-initiated RMA on gpuic GPU windows, with the raw floors of the same
+ * machine measured in the same run.  Two ranks (under MPS when they share a GPU).
+ *
+ *   mpirun -np 2 --mca osc gpuic device_bench [--iters N] [--csv FILE]
+ *
+ * Rows (CSV: component,measure,size,value,unit):
+ *   gpuic put_flush           8 B put + MPIX_Win_flush_device, per operation (origin side)
+ *   gpuic pingpong_signal     put-with-signal ping-pong, one way
+ *   gpuic get                 8 B get, per operation
+ *   gpuic fetch_add           8 B fetch-and-add, per operation
+ *   gpuic msg_rate            8 B puts from blocks x threads, then one flush each
+ *   gpuic put_bw              MPIX_Put_device_block from 132 blocks, 8 B .. 16 MiB
+ *   floor ipc_store_pingpong  raw stores + fence through the same CUDA IPC mapping, one way
+ *   floor gpu_cpu_gpu_rtt     kernel -> host thread -> kernel through mapped pinned memory
+ *   floor cudaMemcpy_8B       host cudaMemcpy of 8 bytes device to peer device
+ * Times come from %globaltimer inside the kernels (ns), or host clocks for host-side floors.
+ */
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "mpix_gpuic.h"
+#include "mpix_gpuic_device.cuh"
+
+#define WIN_BYTES (32u << 20)
+#define SIG_OFF (WIN_BYTES - 64)
+#define DATA_OFF (WIN_BYTES - 128)
+
+static int rank;
+static FILE *csv;
+
+static void row(const char *component, const char *measure, size_t size, double value,
+                const char *unit)
+{
+    if (rank != 0) return;
+    printf("%-6s %-20s %10zu %12.3f %s\n", component, measure, size, value, unit);
+    if (csv) fprintf(csv, "%s,%s,%zu,%.4f,%s\n", component, measure, size, value, unit);
+}
+
+__device__ static inline uint64_t now_ns(void)
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__global__ void k_put_flush(MPIX_Win_device win, int peer, int iters, const uint64_t *src,
+                            uint64_t *ns)
+{
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < iters; ++i) {
+        MPIX_Put_device(src, 8, peer, (MPI_Aint)(i % 1024) * 8, win);
+        MPIX_Win_flush_device(peer, win);
+    }
+    *ns = now_ns() - t0;
+}
+
+__global__ void k_get(MPIX_Win_device win, int peer, int iters, uint64_t *dst, uint64_t *ns)
+{
+    uint64_t t0 = now_ns(), sum = 0;
+    for (int i = 0; i < iters; ++i) {
+        uint64_t v;
+        MPIX_Get_device(&v, 8, peer, (MPI_Aint)(i % 1024) * 8, win);
+        sum += v;
+    }
+    *ns = now_ns() - t0;
+    *dst = sum; /* keeps the loads */
+}
+
+__global__ void k_fadd(MPIX_Win_device win, int peer, int iters, int64_t *out, uint64_t *ns)
+{
+    uint64_t t0 = now_ns();
+    int64_t old = 0, acc = 0;
+    for (int i = 0; i < iters; ++i) {
+        MPIX_Fetch_and_add_device(1, &old, peer, DATA_OFF, win);
+        acc += old;
+    }
+    *ns = now_ns() - t0;
+    *out = acc;
+}
+
+__global__ void k_pingpong(MPIX_Win_device win, int me, int iters, uint64_t *buf, uint64_t *ns)
+{
+    int peer = 1 - me;
+    uint64_t t0 = now_ns();
+    for (int r = 1; r <= iters; ++r) {
+        if (me == 0) {
+            MPIX_Put_signal_device(buf, 8, peer, DATA_OFF, SIG_OFF, r, MPIX_DEVICE_SIGNAL_SET, win);
+            MPIX_Signal_wait_until_device(SIG_OFF, MPIX_DEVICE_CMP_GE, r, NULL, win);
+        } else {
+            MPIX_Signal_wait_until_device(SIG_OFF, MPIX_DEVICE_CMP_GE, r, NULL, win);
+            MPIX_Put_signal_device(buf, 8, peer, DATA_OFF, SIG_OFF, r, MPIX_DEVICE_SIGNAL_SET, win);
+        }
+    }
+    *ns = now_ns() - t0;
+}
+
+__global__ void k_rate(MPIX_Win_device win, int peer, int per_thread, const uint64_t *src)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int i = 0; i < per_thread; ++i) {
+        MPIX_Put_device(src, 8, peer, (MPI_Aint)((t * 7 + i) % (1 << 20)) * 8, win);
+    }
+    MPIX_Win_flush_device(peer, win);
+}
+
+__global__ void k_bw(MPIX_Win_device win, int peer, const char *src, size_t bytes)
+{
+    size_t chunk = (bytes + gridDim.x - 1) / gridDim.x;
+    size_t off = chunk * blockIdx.x;
+    if (off < bytes) {
+        size_t len = bytes - off < chunk ? bytes - off : chunk;
+        MPIX_Put_device_block(src + off, len, peer, (MPI_Aint)off, win);
+    }
+    if (threadIdx.x == 0) MPIX_Win_flush_device(peer, win);
+}
+
+/* Raw floor: the same mapping, no API: store, system fence, spin on the peer's store. */
+__global__ void k_raw_pingpong(volatile uint64_t *mine, volatile uint64_t *theirs, int me,
+                               int iters, uint64_t *ns)
+{
+    uint64_t t0 = now_ns();
+    for (uint64_t r = 1; r <= (uint64_t)iters; ++r) {
+        if (me == 0) {
+            *theirs = r;
+            __threadfence_system();
+            while (*mine < r) {
+            }
+        } else {
+            while (*mine < r) {
+            }
+            *theirs = r;
+            __threadfence_system();
+        }
+    }
+    *ns = now_ns() - t0;
+}
+
+/* Raw floor: kernel writes a request into mapped host memory, a host thread answers. */
+__global__ void k_gpu_cpu(volatile uint64_t *req, volatile uint64_t *resp, int iters,
+                          uint64_t *ns)
+{
+    uint64_t t0 = now_ns();
+    for (uint64_t r = 1; r <= (uint64_t)iters; ++r) {
+        *req = r;
+        __threadfence_system();
+        while (*resp < r) {
+        }
+    }
+    *ns = now_ns() - t0;
+}
+
+struct echo_arg {
+    volatile uint64_t *req, *resp;
+    int iters;
+};
+
+static void *echo_thread(void *p)
+{
+    struct echo_arg *a = (struct echo_arg *)p;
+    for (uint64_t r = 1; r <= (uint64_t)a->iters; ++r) {
+        while (*a->req < r) {
+        }
+        __sync_synchronize();
+        *a->resp = r;
+    }
+    return NULL;
+}
+
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t read_ns(uint64_t *d)
+{
+    uint64_t v;
+    cudaDeviceSynchronize();
+    cudaMemcpy(&v, d, 8, cudaMemcpyDeviceToHost);
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    int nranks, iters = 20000, ndev = 0;
+    const char *csv_path = NULL;
+    char *base;
+    MPI_Win win;
+    MPI_Info info;
+    MPIX_Win_device h;
+    uint64_t *d_ns, *d_buf;
+    char *d_src;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
+    }
+    if (nranks != 2 || cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if (rank == 0) fprintf(stderr, "device_bench: needs 2 ranks and a GPU\n");
+        MPI_Finalize();
+        return 1;
+    }
+    cudaSetDevice(rank % ndev);
+    if (rank == 0 && csv_path) csv = fopen(csv_path, "a");
+    int peer = 1 - rank;
+
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "mpi_assert_memory_alloc_kinds", "cuda:device");
+    MPI_Win_allocate(WIN_BYTES, 1, info, MPI_COMM_WORLD, &base, &win);
+    MPI_Info_free(&info);
+    cudaMemset(base, 0, WIN_BYTES);
+    MPIX_Win_get_device_handle(win, &h);
+    cudaMalloc(&d_ns, 64);
+    cudaMalloc(&d_buf, 64);
+    cudaMalloc(&d_src, 16u << 20);
+    cudaMemset(d_src, 1, 16u << 20);
+    cudaMemset(d_buf, 0, 64);
+    cudaDeviceSynchronize();
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, win);
+
+    /* put + flush, get, fetch_add: rank 0 alone */
+    if (rank == 0) {
+        k_put_flush<<<1, 1>>>(h, peer, 100, d_buf, d_ns);
+        cudaDeviceSynchronize();
+        k_put_flush<<<1, 1>>>(h, peer, iters, d_buf, d_ns);
+        row("gpuic", "put_flush", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+        k_get<<<1, 1>>>(h, peer, iters, d_buf, d_ns);
+        row("gpuic", "get", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+        k_fadd<<<1, 1>>>(h, peer, iters, (int64_t *)d_buf, d_ns);
+        row("gpuic", "fetch_add", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* ping-pong with put-with-signal */
+    cudaMemset(base + SIG_OFF, 0, 8);
+    cudaDeviceSynchronize();
+    MPI_Barrier(MPI_COMM_WORLD);
+    k_pingpong<<<1, 1>>>(h, rank, iters, d_buf, d_ns);
+    row("gpuic", "pingpong_signal", 8, read_ns(d_ns) / (double)iters / 2 / 1e3, "us");
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* message rate */
+    if (rank == 0) {
+        int shapes[][2] = {{1, 32}, {8, 256}, {132, 256}, {132, 1024}};
+        for (int s = 0; s < 4; ++s) {
+            int blocks = shapes[s][0], threads = shapes[s][1], per = 64;
+            cudaEvent_t e0, e1;
+            float ms;
+            cudaEventCreate(&e0);
+            cudaEventCreate(&e1);
+            k_rate<<<blocks, threads>>>(h, peer, per, d_buf);
+            cudaEventRecord(e0);
+            k_rate<<<blocks, threads>>>(h, peer, per, d_buf);
+            cudaEventRecord(e1);
+            cudaEventSynchronize(e1);
+            cudaEventElapsedTime(&ms, e0, e1);
+            char name[64];
+            snprintf(name, sizeof(name), "msg_rate_%dx%d", blocks, threads);
+            row("gpuic", name, 8, (double)blocks * threads * per / (ms * 1e-3) / 1e6, "Mmsg/s");
+            cudaEventDestroy(e0);
+            cudaEventDestroy(e1);
+        }
+        /* bandwidth */
+        for (size_t bytes = 8; bytes <= (16u << 20); bytes *= 4) {
+            int reps = bytes < (1 << 20) ? 200 : 20;
+            cudaEvent_t e0, e1;
+            float ms;
+            cudaEventCreate(&e0);
+            cudaEventCreate(&e1);
+            k_bw<<<132, 1024>>>(h, peer, d_src, bytes);
+            cudaEventRecord(e0);
+            for (int r = 0; r < reps; ++r) k_bw<<<132, 1024>>>(h, peer, d_src, bytes);
+            cudaEventRecord(e1);
+            cudaEventSynchronize(e1);
+            cudaEventElapsedTime(&ms, e0, e1);
+            row("gpuic", "put_bw", bytes, bytes * (double)reps / (ms * 1e-3) / 1e9, "GB/s");
+            cudaEventDestroy(e0);
+            cudaEventDestroy(e1);
+        }
+    }
+    MPI_Win_unlock_all(win);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* floors: raw IPC store ping-pong through the same mapping */
+    {
+        MPIX_Gpuic_device_win *hw = (MPIX_Gpuic_device_win *)malloc(
+            sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer));
+        cudaMemcpy(hw, h, sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer),
+                   cudaMemcpyDeviceToHost);
+        volatile uint64_t *mine = (volatile uint64_t *)(base + SIG_OFF - 8);
+        volatile uint64_t *theirs = (volatile uint64_t *)(hw->peers[peer].base + SIG_OFF - 8);
+        cudaMemset(base + SIG_OFF - 8, 0, 8);
+        cudaDeviceSynchronize();
+        MPI_Barrier(MPI_COMM_WORLD);
+        k_raw_pingpong<<<1, 1>>>(mine, theirs, rank, iters, d_ns);
+        row("floor", "ipc_store_pingpong", 8, read_ns(d_ns) / (double)iters / 2 / 1e3, "us");
+        free(hw);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* floors: GPU -> CPU -> GPU and cudaMemcpy, rank 0 */
+    if (rank == 0) {
+        uint64_t *hostw;
+        uint64_t *d_hostw;
+        cudaHostAlloc(&hostw, 128, cudaHostAllocMapped);
+        memset(hostw, 0, 128);
+        cudaHostGetDevicePointer(&d_hostw, hostw, 0);
+        int n = iters / 10;
+        struct echo_arg a = {hostw, hostw + 8, n};
+        pthread_t th;
+        pthread_create(&th, NULL, echo_thread, &a);
+        k_gpu_cpu<<<1, 1>>>(d_hostw, d_hostw + 8, n, d_ns);
+        uint64_t ns = read_ns(d_ns);
+        pthread_join(th, NULL);
+        row("floor", "gpu_cpu_gpu_rtt", 8, ns / (double)n / 1e3, "us");
+        cudaFreeHost(hostw);
+
+        char *d_peer;
+        cudaMalloc(&d_peer, 64);
+        double t0 = wall();
+        for (int i = 0; i < 1000; ++i) cudaMemcpy(d_peer, d_buf, 8, cudaMemcpyDeviceToDevice);
+        row("floor", "cudaMemcpy_8B", 8, (wall() - t0) / 1000 * 1e6, "us");
+        cudaFree(d_peer);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_free(&win);
+    if (csv) fclose(csv);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,204 @@
+/*
+ * nvshmem_bench: the NVSHMEM peer of device_bench, same measures, same output format, so the
+ * two run side by side (contrib/bench/run-device-bench.sh).  Two PEs bootstrapped over MPI.
+ * Built only where NVSHMEM is installed:
+ *   nvcc -arch=sm_90 -rdc=true -I$NVSHMEM/include nvshmem_bench.cu -L$NVSHMEM/lib \
+ *        -lnvshmem_host -lnvshmem_device -lcuda $(mpicc --showme:link)
+ */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+#include <nvshmem.h>
+#include <nvshmemx.h>
+
+static int rank;
+static FILE *csv;
+
+static void row(const char *measure, size_t size, double value, const char *unit)
+{
+    if (rank != 0) return;
+    printf("%-6s %-20s %10zu %12.3f %s\n", "nvshmem", measure, size, value, unit);
+    if (csv) fprintf(csv, "nvshmem,%s,%zu,%.4f,%s\n", measure, size, value, unit);
+}
+
+__device__ static inline uint64_t now_ns(void)
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__global__ void k_put_quiet(char *sym, int peer, int iters, const char *src, uint64_t *ns)
+{
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < iters; ++i) {
+        nvshmem_putmem_nbi(sym + (i % 1024) * 8, src, 8, peer);
+        nvshmem_quiet();
+    }
+    *ns = now_ns() - t0;
+}
+
+__global__ void k_get(char *sym, int peer, int iters, uint64_t *out, uint64_t *ns)
+{
+    uint64_t t0 = now_ns(), sum = 0, v;
+    for (int i = 0; i < iters; ++i) {
+        nvshmem_getmem(&v, sym + (i % 1024) * 8, 8, peer);
+        sum += v;
+    }
+    *ns = now_ns() - t0;
+    *out = sum;
+}
+
+__global__ void k_fadd(int64_t *counter, int peer, int iters, int64_t *out, uint64_t *ns)
+{
+    uint64_t t0 = now_ns();
+    int64_t acc = 0;
+    for (int i = 0; i < iters; ++i) {
+        acc += nvshmem_int64_atomic_fetch_add(counter, 1, peer);
+    }
+    *ns = now_ns() - t0;
+    *out = acc;
+}
+
+__global__ void k_pingpong(char *data, uint64_t *sig, int me, int iters, const char *src,
+                           uint64_t *ns)
+{
+    int peer = 1 - me;
+    uint64_t t0 = now_ns();
+    for (uint64_t r = 1; r <= (uint64_t)iters; ++r) {
+        if (me == 0) {
+            nvshmem_putmem_signal_nbi(data, src, 8, sig, r, NVSHMEM_SIGNAL_SET, peer);
+            nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, r);
+        } else {
+            nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, r);
+            nvshmem_putmem_signal_nbi(data, src, 8, sig, r, NVSHMEM_SIGNAL_SET, peer);
+        }
+    }
+    *ns = now_ns() - t0;
+}
+
+__global__ void k_rate(char *sym, int peer, int per_thread, const char *src)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int i = 0; i < per_thread; ++i) {
+        nvshmem_putmem_nbi(sym + ((t * 7 + i) % (1 << 20)) * 8, src, 8, peer);
+    }
+    nvshmem_quiet();
+}
+
+__global__ void k_bw(char *sym, int peer, const char *src, size_t bytes)
+{
+    size_t chunk = (bytes + gridDim.x - 1) / gridDim.x;
+    size_t off = chunk * blockIdx.x;
+    if (off < bytes) {
+        size_t len = bytes - off < chunk ? bytes - off : chunk;
+        nvshmemx_putmem_block(sym + off, src + off, len, peer);
+    }
+    if (threadIdx.x == 0) nvshmem_quiet();
+}
+
+static uint64_t read_ns(uint64_t *d)
+{
+    uint64_t v;
+    cudaDeviceSynchronize();
+    cudaMemcpy(&v, d, 8, cudaMemcpyDeviceToHost);
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    int nranks, iters = 20000, ndev = 0;
+    const char *csv_path = NULL;
+    nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
+    nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
+    }
+    cudaGetDeviceCount(&ndev);
+    cudaSetDevice(rank % (ndev > 0 ? ndev : 1));
+    if (rank == 0) nvshmemx_get_uniqueid(&id);
+    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+    nvshmemx_set_attr_uniqueid_args(rank, nranks, &id, &attr);
+    nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr);
+    if (rank == 0 && csv_path) csv = fopen(csv_path, "a");
+    int peer = 1 - rank;
+
+    char *sym = (char *)nvshmem_malloc(16u << 20);
+    uint64_t *sig = (uint64_t *)nvshmem_malloc(64);
+    int64_t *counter = (int64_t *)nvshmem_malloc(64);
+    uint64_t *d_ns, *d_out;
+    char *d_src;
+    cudaMalloc(&d_ns, 64);
+    cudaMalloc(&d_out, 64);
+    cudaMalloc(&d_src, 16u << 20);
+    cudaMemset(d_src, 1, 16u << 20);
+    cudaMemset(sig, 0, 64);
+    cudaMemset(counter, 0, 64);
+    cudaDeviceSynchronize();
+    nvshmem_barrier_all();
+
+    if (rank == 0) {
+        k_put_quiet<<<1, 1>>>(sym, peer, 100, d_src, d_ns);
+        cudaDeviceSynchronize();
+        k_put_quiet<<<1, 1>>>(sym, peer, iters, d_src, d_ns);
+        row("put_flush", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+        k_get<<<1, 1>>>(sym, peer, iters, d_out, d_ns);
+        row("get", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+        k_fadd<<<1, 1>>>(counter, peer, iters, (int64_t *)d_out, d_ns);
+        row("fetch_add", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+    }
+    nvshmem_barrier_all();
+    k_pingpong<<<1, 1>>>(sym + (15u << 20), sig, rank, iters, d_src, d_ns);
+    row("pingpong_signal", 8, read_ns(d_ns) / (double)iters / 2 / 1e3, "us");
+    nvshmem_barrier_all();
+    if (rank == 0) {
+        int shapes[][2] = {{1, 32}, {8, 256}, {132, 256}, {132, 1024}};
+        for (int s = 0; s < 4; ++s) {
+            int blocks = shapes[s][0], threads = shapes[s][1], per = 64;
+            cudaEvent_t e0, e1;
+            float ms;
+            cudaEventCreate(&e0);
+            cudaEventCreate(&e1);
+            k_rate<<<blocks, threads>>>(sym, peer, per, d_src);
+            cudaEventRecord(e0);
+            k_rate<<<blocks, threads>>>(sym, peer, per, d_src);
+            cudaEventRecord(e1);
+            cudaEventSynchronize(e1);
+            cudaEventElapsedTime(&ms, e0, e1);
+            char name[64];
+            snprintf(name, sizeof(name), "msg_rate_%dx%d", blocks, threads);
+            row(name, 8, (double)blocks * threads * per / (ms * 1e-3) / 1e6, "Mmsg/s");
+        }
+        for (size_t bytes = 8; bytes <= (16u << 20); bytes *= 4) {
+            int reps = bytes < (1 << 20) ? 200 : 20;
+            cudaEvent_t e0, e1;
+            float ms;
+            cudaEventCreate(&e0);
+            cudaEventCreate(&e1);
+            k_bw<<<132, 1024>>>(sym, peer, d_src, bytes);
+            cudaEventRecord(e0);
+            for (int r = 0; r < reps; ++r) k_bw<<<132, 1024>>>(sym, peer, d_src, bytes);
+            cudaEventRecord(e1);
+            cudaEventSynchronize(e1);
+            cudaEventElapsedTime(&ms, e0, e1);
+            row("put_bw", bytes, bytes * (double)reps / (ms * 1e-3) / 1e9, "GB/s");
+        }
+    }
+    nvshmem_barrier_all();
+    nvshmem_free(sym);
+    nvshmem_free(sig);
+    nvshmem_free(counter);
+    if (csv) fclose(csv);
+    nvshmem_finalize();
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,78 @@
+#!/bin/bash
+# Device benchmarks side by side in one command: gpuic's device API on GPU windows and
+# NVSHMEM on the same GPU(s), with the raw floors (CUDA IPC store ping-pong, GPU->CPU->GPU
+# round trip, cudaMemcpy) measured in gpuic's run.  Two ranks; on a single GPU they share it
+# through MPS, which this script starts (and stops) when it is not running.
+#
+# Usage: contrib/bench/run-device-bench.sh [--out DIR] [--iters N]
+#   NVSHMEM_HOME=DIR    NVSHMEM install (default: the nvidia.nvshmem Python package, if any)
+# Writes DIR/results.csv, DIR/ratios.md (gpuic / NVSHMEM, and gpuic / floor) and
+# DIR/registers.txt (register cost of one MPIX_Put_device in a kernel).
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${GPUIC_BUILD_DIR:-$top/_build}
+out="$top/bench-results/device-$(date +%Y%m%d-%H%M%S)"
+iters=20000
+while [ $# -gt 0 ]; do
+    case $1 in
+        --out) out=$2; shift ;;
+        --iters) iters=$2; shift ;;
+        *) echo "usage: $0 [--out DIR] [--iters N]" >&2; exit 2 ;;
+    esac
+    shift
+done
+mkdir -p "$out"
+csv="$out/results.csv"
+echo "component,measure,size,value,unit" >"$csv"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_mca_base_component_path="SYS_DEFAULT:$build/stage/lib/openmpi"
+mpirun=(mpirun -np 2 --oversubscribe --bind-to none)
+
+eval "$("$top/contrib/mps.sh" start)"
+[ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mpirun+=(-x CUDA_MPS_PIPE_DIRECTORY)
+
+echo "== gpuic device API (P2P path) and floors"
+"${mpirun[@]}" --mca osc gpuic "$build/contrib/bench/device_bench" --iters "$iters" --csv "$csv"
+
+nv=${NVSHMEM_HOME:-}
+if [ -z "$nv" ]; then
+    nv=$(python3 -c 'import nvidia.nvshmem, os; print(os.path.dirname(nvidia.nvshmem.__file__))' 2>/dev/null)
+fi
+if [ -n "$nv" ] && [ -f "$nv/include/nvshmem.h" ]; then
+    echo "== NVSHMEM ($nv)"
+    [ -e "$nv/lib/libnvshmem_host.so" ] || ln -sf "$(ls "$nv"/lib/libnvshmem_host.so.* | head -1)" "$out/libnvshmem_host.so"
+    nvcc -arch=sm_90 -O2 -rdc=true -DOMPI_SKIP_MPICXX -I"$nv/include" $(mpicc --showme:compile) \
+        "$top/contrib/bench/nvshmem_bench.cu" -o "$out/nvshmem_bench" -L"$out" -L"$nv/lib" \
+        -lnvshmem_host -lnvshmem_device -lcuda $(mpicc --showme:link) \
+        -Xlinker -rpath -Xlinker "$nv/lib" >"$out/nvshmem_build.log" 2>&1 &&
+    NVSHMEM_REMOTE_TRANSPORT=none NVSHMEM_DISABLE_NVLS=1 LD_LIBRARY_PATH="$nv/lib:${LD_LIBRARY_PATH:-}" \
+        "${mpirun[@]}" -x NVSHMEM_REMOTE_TRANSPORT -x NVSHMEM_DISABLE_NVLS -x LD_LIBRARY_PATH \
+        "$out/nvshmem_bench" --iters "$iters" --csv "$csv" ||
+        { echo "NVSHMEM peer failed (see $out/nvshmem_build.log)"; tail -5 "$out/nvshmem_build.log"; }
+else
+    echo "== NVSHMEM not found: peer column left empty"
+fi
+"$top/contrib/mps.sh" stop
+
+echo "== register cost"
+nvcc -arch=sm_90 -O2 -DOMPI_SKIP_MPICXX $(mpicc --showme:compile) -I"$top/ompi/mpiext/gpuic" \
+    -I"$build/ompi/mpiext/gpuic" -Xptxas -v -c "$top/contrib/bench/regcount.cu" -o /dev/null 2>&1 |
+    awk '/Compiling entry/ {k=$0; sub(/.*entry function .?/, "", k); sub(/. for.*/, "", k)}
+         /Used [0-9]+ registers/ {print k ": " $5 " registers"}' | tee "$out/registers.txt"
+
+echo "== ratios"
+awk -F, 'NR > 1 { key = $2 "," $3; v[$1 "," key] = $4; u[key] = $5
+                  if (!(key in seen)) { seen[key] = 1; order[++n] = key } }
+    END {
+        print "| measure | size | gpuic | NVSHMEM | gpuic/NVSHMEM | unit |"
+        print "|---|---:|---:|---:|---:|---|"
+        for (i = 1; i <= n; ++i) {
+            k = order[i]; split(k, p, ",")
+            g = v["gpuic," k]; nv = v["nvshmem," k]; f = v["floor," k]
+            if (g == "" && f != "") { printf "| %s (floor) | %s | %s | | | %s |\n", p[1], p[2], f, u[k]; continue }
+            r = (g != "" && nv != "" && nv > 0) ? sprintf("%.2f", g / nv) : "-"
+            printf "| %s | %s | %s | %s | %s | %s |\n", p[1], p[2], g, nv, r, u[k]
+        }
+    }' "$csv" | tee "$out/ratios.md"
+echo "results in $out"

@@ -1,0 +1,251 @@
+/*
+ * GPU windows: device memory as window memory, reached by same-node peers through CUDA IPC
+ * mappings (host MPI calls copy through them with the driver; device code loads and stores
+ * through them), and the device handle that kernels use with mpix_gpuic_device.cuh.
+ *
+ * The CUDA driver is loaded at run time (libgpuic's gpuic_cuda), and only in processes that
+ * use CUDA themselves: a host-only job never loads it.
+ */
+#include "ompi_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi.h"
+#include "opal/mca/hwloc/hwloc-internal.h"
+#include "opal/util/info.h"
+#include "ompi/proc/proc.h"
+
+#include "osc_gpuic.h"
+
+/* True when the info asks for device memory: mpi_assert_memory_alloc_kinds lists cuda:device. */
+bool ompi_osc_gpuic_info_wants_device(struct opal_info_t *info)
+{
+    char value[OPAL_MAX_INFO_VAL + 1] = "", *tok, *save = NULL;
+    int flag = 0;
+
+    if (info == NULL) {
+        return false;
+    }
+    opal_info_get(info, "mpi_assert_memory_alloc_kinds", OPAL_MAX_INFO_VAL, value, &flag);
+    for (tok = strtok_r(value, ", ", &save); flag && tok != NULL;
+         tok = strtok_r(NULL, ", ", &save)) {
+        if (strcmp(tok, "cuda:device") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int ompi_osc_gpuic_gpu_allocate(ompi_osc_gpuic_module_t *module, size_t size)
+{
+    gpuic_status_t status = gpuic_cuda_init();
+
+    if (status != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_DEBUG, "device memory asked for, but no CUDA device is usable");
+        return MPI_ERR_NO_MEM;
+    }
+    module->gpu = true;
+    module->gpu_owned = true;
+    if (size == 0) {
+        return OMPI_SUCCESS;
+    }
+    status = gpuic_cuda_mem_alloc(size, &module->base);
+    return status == GPUIC_OK ? OMPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+bool ompi_osc_gpuic_gpu_detect(const void *base, size_t size)
+{
+    return size > 0 && gpuic_cuda_init_if_loaded() == GPUIC_OK && gpuic_cuda_is_device_ptr(base);
+}
+
+int ompi_osc_gpuic_gpu_export(ompi_osc_gpuic_module_t *module, gpuic_cuda_ipc_t *ipc)
+{
+    memset(ipc, 0, sizeof(*ipc));
+    if (!module->gpu || module->size == 0) {
+        return OMPI_SUCCESS;
+    }
+    return gpuic_cuda_ipc_export(module->base, ipc) == GPUIC_OK ? OMPI_SUCCESS : MPI_ERR_WIN;
+}
+
+int ompi_osc_gpuic_gpu_peer_setup(ompi_osc_gpuic_module_t *module, int rank,
+                                  const gpuic_cuda_ipc_t *ipc)
+{
+    ompi_osc_gpuic_peer_t *peer = &module->peers[rank];
+    ompi_proc_t *proc = ompi_comm_peer_lookup(module->comm, rank);
+    void *ptr = NULL;
+
+    peer->win.gpu = 1;
+    peer->ipc = *ipc;
+    if (peer->win.size == 0) {
+        return OMPI_SUCCESS;
+    }
+    if (rank == ompi_comm_rank(module->comm)) {
+        peer->win.direct = module->base;
+        return OMPI_SUCCESS;
+    }
+    if (!OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+        gpuic_log(GPUIC_LOG_ERROR, "rank %d's window is device memory on another node: not "
+                  "supported yet", rank);
+        return MPI_ERR_UNSUPPORTED_OPERATION;
+    }
+    if (gpuic_cuda_ipc_import(ipc, &ptr) != GPUIC_OK) {
+        return MPI_ERR_WIN;
+    }
+    peer->win.direct = ptr;
+    peer->ipc_mapped = true;
+    return OMPI_SUCCESS;
+}
+
+void ompi_osc_gpuic_gpu_cleanup(ompi_osc_gpuic_module_t *module)
+{
+    int i, n = module->comm != NULL ? ompi_comm_size(module->comm) : 0;
+
+    for (i = 0; module->peers != NULL && i < n; ++i) {
+        if (module->peers[i].ipc_mapped) {
+            gpuic_cuda_ipc_release(&module->peers[i].ipc, module->peers[i].win.direct);
+            module->peers[i].ipc_mapped = false;
+        }
+    }
+    if (module->dev_handle != NULL) {
+        gpuic_cuda_mem_free(module->dev_handle);
+        module->dev_handle = NULL;
+    }
+    if (module->dev_error != NULL) {
+        gpuic_cuda_host_unregister(module->dev_error);
+        free(module->dev_error);
+        module->dev_error = NULL;
+    }
+    if (module->gpu_owned) {
+        gpuic_cuda_mem_free(module->base);
+        module->base = NULL;
+        module->gpu_owned = false;
+    }
+}
+
+int ompi_osc_gpuic_device_error(ompi_osc_gpuic_module_t *module)
+{
+    uint32_t cls;
+
+    if (module->dev_error == NULL) {
+        return OMPI_SUCCESS;
+    }
+    /* Written by device code through the mapping; taken once, so the next call is clean. */
+    cls = __atomic_exchange_n(module->dev_error, 0, __ATOMIC_ACQ_REL);
+    if (cls != 0) {
+        gpuic_log(GPUIC_LOG_DEBUG, "rank %d: a device call on window %d failed with class %u",
+                  ompi_osc_gpuic_rank(module), module->id, cls);
+    }
+    return (int)cls;
+}
+
+/* Builds the device handle: the window's description in device memory (ext entry point). */
+int ompi_osc_gpuic_device_handle(void *m, void **handle_p)
+{
+    ompi_osc_gpuic_module_t *module = m;
+    int n = ompi_comm_size(module->comm), i;
+    size_t len = sizeof(MPIX_Gpuic_device_win) + (size_t)n * sizeof(MPIX_Gpuic_device_peer);
+    MPIX_Gpuic_device_win *host;
+    void *error_dev = NULL;
+    bool all_same_gpu = true;
+    int rc = OMPI_SUCCESS;
+
+    if (module->dev_handle != NULL) {
+        *handle_p = module->dev_handle;
+        return OMPI_SUCCESS;
+    }
+    if (gpuic_cuda_init() != GPUIC_OK) {
+        return MPI_ERR_UNSUPPORTED_OPERATION;
+    }
+    host = calloc(1, len);
+    module->dev_error = calloc(1, 64); /* a cache line of its own */
+    if (host == NULL || module->dev_error == NULL) {
+        free(host);
+        free(module->dev_error);
+        module->dev_error = NULL;
+        return MPI_ERR_NO_MEM;
+    }
+    if (gpuic_cuda_host_register(module->dev_error, 64, &error_dev) != GPUIC_OK) {
+        free(host);
+        free(module->dev_error);
+        module->dev_error = NULL;
+        return MPI_ERR_OTHER;
+    }
+    host->magic = MPIX_GPUIC_DEVICE_MAGIC;
+    host->rank = ompi_comm_rank(module->comm);
+    host->nranks = n;
+    host->error_word = error_dev;
+    for (i = 0; i < n; ++i) {
+        const ompi_osc_gpuic_peer_t *peer = &module->peers[i];
+
+        host->peers[i].size = peer->win.size;
+        host->peers[i].disp_unit = peer->disp_unit;
+        /* Device code can use a mapping of device memory, or of our own host memory only if
+         * it were registered, which it is not: GPU windows only. */
+        if (peer->win.gpu && peer->win.direct != NULL) {
+            host->peers[i].base = (uint64_t)(uintptr_t)peer->win.direct;
+            host->peers[i].path = MPIX_GPUIC_DEVICE_PATH_P2P;
+            if (gpuic_cuda_ptr_on_current_device(peer->win.direct)) {
+                host->peers[i].flags |= MPIX_GPUIC_DEVICE_PEER_SAME_GPU;
+            } else {
+                all_same_gpu = false;
+            }
+        } else {
+            host->peers[i].path = MPIX_GPUIC_DEVICE_PATH_NONE;
+        }
+    }
+    host->flags = all_same_gpu ? MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU : 0;
+    if (gpuic_cuda_mem_alloc(len, &module->dev_handle) != GPUIC_OK ||
+        gpuic_cuda_memcpy(module->dev_handle, host, len) != GPUIC_OK) {
+        gpuic_cuda_mem_free(module->dev_handle);
+        module->dev_handle = NULL;
+        rc = MPI_ERR_NO_MEM;
+    }
+    free(host);
+    *handle_p = module->dev_handle;
+    return rc;
+}
+
+int ompi_osc_gpuic_bounce_in(ompi_osc_gpuic_bounce_t *b, void *buf, int count,
+                             struct ompi_datatype_t *dt)
+{
+    ptrdiff_t lo, hi;
+
+    b->user = buf;
+    b->host = NULL;
+    b->buf = buf;
+    if (buf == NULL || count == 0 || !gpuic_cuda_available() || !gpuic_cuda_is_device_ptr(buf)) {
+        return OMPI_SUCCESS;
+    }
+    ompi_osc_gpuic_dt_bounds(dt, count, &lo, &hi);
+    b->lo = lo;
+    b->span = (size_t)(hi - lo);
+    b->host = malloc(b->span > 0 ? b->span : 1);
+    if (b->host == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    /* Copied in for results too: the gaps of a non-contiguous layout must go back as they
+     * were. */
+    if (gpuic_cuda_memcpy(b->host, (char *)buf + lo, b->span) != GPUIC_OK) {
+        free(b->host);
+        b->host = NULL;
+        return MPI_ERR_OTHER;
+    }
+    b->buf = b->host - lo;
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_bounce_out(ompi_osc_gpuic_bounce_t *b, bool copy_out)
+{
+    int rc = OMPI_SUCCESS;
+
+    if (b->host == NULL) {
+        return OMPI_SUCCESS;
+    }
+    if (copy_out && gpuic_cuda_memcpy((char *)b->user + b->lo, b->host, b->span) != GPUIC_OK) {
+        rc = MPI_ERR_OTHER;
+    }
+    free(b->host);
+    b->host = NULL;
+    return rc;
+}

@@ -1,0 +1,705 @@
+/*
+ * mpix_gpuic_device.cuh - MPI RMA from CUDA kernels on gpuic windows (header-only).
+ *
+ * Host code gets a window's device handle with MPIX_Win_get_device_handle() (mpix_gpuic.h)
+ * and passes it to kernels.  Device code then puts, gets, signals, updates atomically and
+ * flushes, with MPI semantics:
+ *
+ *  - Every call returns MPI_SUCCESS or an MPI error class, and never touches memory outside
+ *    the target window: MPI_ERR_WIN (not a valid handle), MPI_ERR_RANK (no such target),
+ *    MPI_ERR_RMA_RANGE (the access leaves the target window), MPI_ERR_ARG (a misaligned
+ *    atomic or signal word, an unknown op or type), MPI_ERR_UNSUPPORTED_OPERATION (the target
+ *    is not reachable from device code).  The first error is also recorded in the window, and
+ *    the host's next synchronization call on it (flush, unlock, fence, complete, wait)
+ *    returns it.
+ *  - Puts complete at the target at the next flush (MPIX_Win_flush_device and friends), gets
+ *    and fetching atomics before they return.
+ *  - Variants: the plain call is made by one thread; _warp is made by all 32 lanes of a warp
+ *    with the same arguments; _block by all threads of a block with the same arguments (it
+ *    synchronises the block).  Each lane or thread gets the same status.
+ *
+ * Paths: a target whose window is device memory on this node is reached through a CUDA IPC
+ * mapping, with loads, stores and atomics (MPIX_GPUIC_DEVICE_PATH_P2P).  Atomics use system
+ * scope, so they are atomic with every device call from any process.  Host MPI accumulates on
+ * a GPU window are done by copies and are not atomic with concurrent device atomics on the
+ * same elements: keep the two in separate epochs.
+ *
+ * Device calls may be mixed with host MPI calls on the same window across epochs: complete the
+ * kernel (stream synchronisation) before the host synchronization call that ends the epoch.
+ */
+#ifndef MPIX_GPUIC_DEVICE_CUH
+#define MPIX_GPUIC_DEVICE_CUH
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "mpix_gpuic_device_types.h"
+
+/** Predefined operations of MPIX_Accumulate_device and MPIX_Fetch_and_op_device. */
+typedef enum MPIX_Device_op {
+    MPIX_DEVICE_SUM,
+    MPIX_DEVICE_PROD,
+    MPIX_DEVICE_MIN,
+    MPIX_DEVICE_MAX,
+    MPIX_DEVICE_BAND, /**< integer types only */
+    MPIX_DEVICE_BOR,  /**< integer types only */
+    MPIX_DEVICE_BXOR, /**< integer types only */
+    MPIX_DEVICE_LAND, /**< integer types only */
+    MPIX_DEVICE_LOR,  /**< integer types only */
+    MPIX_DEVICE_LXOR, /**< integer types only */
+    MPIX_DEVICE_REPLACE,
+    MPIX_DEVICE_NO_OP
+} MPIX_Device_op;
+
+/** Predefined element types of the device accumulate calls (MPI_INT32_T ... MPI_DOUBLE). */
+typedef enum MPIX_Device_type {
+    MPIX_DEVICE_INT32,
+    MPIX_DEVICE_UINT32,
+    MPIX_DEVICE_INT64,
+    MPIX_DEVICE_UINT64,
+    MPIX_DEVICE_FLOAT,
+    MPIX_DEVICE_DOUBLE
+} MPIX_Device_type;
+
+/** How MPIX_Put_signal_device updates the signal word. */
+typedef enum MPIX_Device_signal_op {
+    MPIX_DEVICE_SIGNAL_SET, /**< word = value */
+    MPIX_DEVICE_SIGNAL_ADD  /**< word += value */
+} MPIX_Device_signal_op;
+
+/** Conditions of MPIX_Signal_wait_until_device. */
+typedef enum MPIX_Device_cmp {
+    MPIX_DEVICE_CMP_EQ,
+    MPIX_DEVICE_CMP_NE,
+    MPIX_DEVICE_CMP_GT,
+    MPIX_DEVICE_CMP_GE,
+    MPIX_DEVICE_CMP_LT,
+    MPIX_DEVICE_CMP_LE
+} MPIX_Device_cmp;
+
+/* ---------------------------------------------------------------------------------------- */
+/* Internal helpers (gpuic_dev_*): not part of the API.                                      */
+
+/*
+ * Orders this thread's stores into a target window before its later stores (a signal word, or
+ * whatever announces completion), as seen by every observer of the target: kernels of other
+ * processes on the same GPU, other GPUs, host threads.  Device scope is enough when every
+ * target shares our GPU (its L2 is where all of them meet), system scope otherwise.
+ */
+__device__ static inline void gpuic_dev_fence_data_to_peer(bool same_gpu)
+{
+    if (same_gpu) {
+        __threadfence();
+    } else {
+        __threadfence_system();
+    }
+}
+
+/*
+ * Orders a signal this thread observed before its later loads of the data the signal
+ * announces (acquire side of gpuic_dev_fence_data_to_peer).
+ */
+__device__ static inline uint64_t gpuic_dev_load_acquire_signal(const uint64_t *word)
+{
+    uint64_t v;
+
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
+    return v;
+}
+
+/* Records the first error of the window for the host, and returns it. */
+__device__ static inline int gpuic_dev_fail(MPIX_Win_device win, int cls)
+{
+    atomicCAS_system(win->error_word, 0u, (unsigned int)cls);
+    return cls;
+}
+
+/* MPI_SUCCESS when @p win is a live handle. */
+__device__ static inline int gpuic_dev_check_win(MPIX_Win_device win)
+{
+    return (win != NULL && win->magic == MPIX_GPUIC_DEVICE_MAGIC) ? MPI_SUCCESS : MPI_ERR_WIN;
+}
+
+/*
+ * Resolves (target, disp, bytes) to a device address inside the target's window, checking
+ * the handle, the rank, the path, the range (without overflow) and the alignment @p align
+ * (1 for plain data).  Records and returns the error class on failure.
+ */
+__device__ static inline int gpuic_dev_resolve(MPIX_Win_device win, int target, MPI_Aint disp,
+                                               size_t bytes, size_t align, char **addr)
+{
+    const MPIX_Gpuic_device_peer *peer;
+    uint64_t offset;
+
+    if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
+        return MPI_ERR_WIN; /* no error word to record in */
+    }
+    if (target < 0 || target >= win->nranks) {
+        return gpuic_dev_fail(win, MPI_ERR_RANK);
+    }
+    peer = &win->peers[target];
+    if (peer->path != MPIX_GPUIC_DEVICE_PATH_P2P) {
+        return gpuic_dev_fail(win, peer->size == 0 ? MPI_ERR_RMA_RANGE
+                                                   : MPI_ERR_UNSUPPORTED_OPERATION);
+    }
+    /* disp * disp_unit must not wrap (a 64-bit high product avoids a division) */
+    offset = (uint64_t)disp * (uint64_t)peer->disp_unit;
+    if (disp < 0 || __umul64hi((uint64_t)disp, (uint64_t)peer->disp_unit) != 0 ||
+        offset > peer->size || bytes > peer->size - offset) {
+        return gpuic_dev_fail(win, MPI_ERR_RMA_RANGE);
+    }
+    *addr = (char *)(uintptr_t)(peer->base + offset);
+    if (((uintptr_t)*addr & (align - 1)) != 0) {
+        return gpuic_dev_fail(win, MPI_ERR_ARG);
+    }
+    return MPI_SUCCESS;
+}
+
+/* Copies bytes [first, bytes) in steps of @p stride units: the widest unit both sides allow. */
+__device__ static inline void gpuic_dev_copy(char *dst, const char *src, size_t bytes,
+                                             unsigned first, unsigned stride)
+{
+    if ((((uintptr_t)dst | (uintptr_t)src | bytes) & 15) == 0) {
+        uint4 *d = (uint4 *)dst;
+        const uint4 *s = (const uint4 *)src;
+
+        for (size_t i = first; i < bytes / 16; i += stride) {
+            d[i] = s[i];
+        }
+    } else if ((((uintptr_t)dst | (uintptr_t)src | bytes) & 7) == 0) {
+        uint64_t *d = (uint64_t *)dst;
+        const uint64_t *s = (const uint64_t *)src;
+
+        for (size_t i = first; i < bytes / 8; i += stride) {
+            d[i] = s[i];
+        }
+    } else {
+        for (size_t i = first; i < bytes; i += stride) {
+            dst[i] = src[i];
+        }
+    }
+}
+
+__device__ static inline unsigned gpuic_dev_lane(void)
+{
+    return threadIdx.x & 31u;
+}
+
+__device__ static inline unsigned gpuic_dev_block_rank(void)
+{
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+__device__ static inline unsigned gpuic_dev_block_size(void)
+{
+    return blockDim.x * blockDim.y * blockDim.z;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Put and get.                                                                             */
+
+/**
+ * Puts @p bytes from device memory @p origin into @p target's window at displacement @p disp
+ * (in the target's displacement units).  Complete at the target after a flush.
+ */
+__device__ static inline int MPIX_Put_device(const void *origin, size_t bytes, int target,
+                                             MPI_Aint disp, MPIX_Win_device win)
+{
+    char *dst;
+    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &dst);
+
+    if (rc == MPI_SUCCESS) {
+        gpuic_dev_copy(dst, (const char *)origin, bytes, 0, 1);
+    }
+    return rc;
+}
+
+/** MPIX_Put_device by the 32 lanes of a warp together. */
+__device__ static inline int MPIX_Put_device_warp(const void *origin, size_t bytes, int target,
+                                                  MPI_Aint disp, MPIX_Win_device win)
+{
+    char *dst;
+    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &dst);
+
+    if (rc == MPI_SUCCESS) {
+        gpuic_dev_copy(dst, (const char *)origin, bytes, gpuic_dev_lane(), 32);
+    }
+    __syncwarp();
+    return rc;
+}
+
+/** MPIX_Put_device by all threads of a block together (synchronises the block). */
+__device__ static inline int MPIX_Put_device_block(const void *origin, size_t bytes, int target,
+                                                   MPI_Aint disp, MPIX_Win_device win)
+{
+    char *dst;
+    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &dst);
+
+    if (rc == MPI_SUCCESS) {
+        gpuic_dev_copy(dst, (const char *)origin, bytes, gpuic_dev_block_rank(),
+                       gpuic_dev_block_size());
+    }
+    __syncthreads();
+    return rc;
+}
+
+/** Gets @p bytes from @p target's window at @p disp into device memory @p origin; complete
+ *  on return. */
+__device__ static inline int MPIX_Get_device(void *origin, size_t bytes, int target,
+                                             MPI_Aint disp, MPIX_Win_device win)
+{
+    char *src;
+    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &src);
+
+    if (rc == MPI_SUCCESS) {
+        gpuic_dev_copy((char *)origin, src, bytes, 0, 1);
+    }
+    return rc;
+}
+
+/** MPIX_Get_device by the 32 lanes of a warp together. */
+__device__ static inline int MPIX_Get_device_warp(void *origin, size_t bytes, int target,
+                                                  MPI_Aint disp, MPIX_Win_device win)
+{
+    char *src;
+    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &src);
+
+    if (rc == MPI_SUCCESS) {
+        gpuic_dev_copy((char *)origin, src, bytes, gpuic_dev_lane(), 32);
+    }
+    __syncwarp();
+    return rc;
+}
+
+/** MPIX_Get_device by all threads of a block together (synchronises the block). */
+__device__ static inline int MPIX_Get_device_block(void *origin, size_t bytes, int target,
+                                                   MPI_Aint disp, MPIX_Win_device win)
+{
+    char *src;
+    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &src);
+
+    if (rc == MPI_SUCCESS) {
+        gpuic_dev_copy((char *)origin, src, bytes, gpuic_dev_block_rank(),
+                       gpuic_dev_block_size());
+    }
+    __syncthreads();
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Completion.                                                                              */
+
+/** Completes this thread's puts and atomics to @p target at the target. */
+__device__ static inline int MPIX_Win_flush_device(int target, MPIX_Win_device win)
+{
+    if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
+        return MPI_ERR_WIN;
+    }
+    if (target < 0 || target >= win->nranks) {
+        return gpuic_dev_fail(win, MPI_ERR_RANK);
+    }
+    gpuic_dev_fence_data_to_peer(win->peers[target].flags & MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
+    return MPI_SUCCESS;
+}
+
+/** Completes this thread's puts and atomics to every target. */
+__device__ static inline int MPIX_Win_flush_all_device(MPIX_Win_device win)
+{
+    if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
+        return MPI_ERR_WIN;
+    }
+    gpuic_dev_fence_data_to_peer(win->flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU);
+    return MPI_SUCCESS;
+}
+
+/**
+ * Local completion: the origin buffers of this thread's puts may be reused.  Device puts read
+ * their origin before they return, so this only validates its arguments.
+ */
+__device__ static inline int MPIX_Win_flush_local_device(int target, MPIX_Win_device win)
+{
+    if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
+        return MPI_ERR_WIN;
+    }
+    if (target < 0 || target >= win->nranks) {
+        return gpuic_dev_fail(win, MPI_ERR_RANK);
+    }
+    return MPI_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Signals.                                                                                 */
+
+/**
+ * Puts @p bytes like MPIX_Put_device, then updates the 8-byte signal word at @p sig_disp of
+ * the same target (SET or ADD @p value) so that a target that sees the new signal value also
+ * sees the data.
+ */
+__device__ static inline int MPIX_Put_signal_device(const void *origin, size_t bytes,
+                                                    int target, MPI_Aint disp,
+                                                    MPI_Aint sig_disp, uint64_t value,
+                                                    MPIX_Device_signal_op sig_op,
+                                                    MPIX_Win_device win)
+{
+    char *dst, *sig;
+    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &dst);
+
+    if (rc == MPI_SUCCESS) {
+        rc = gpuic_dev_resolve(win, target, sig_disp, 8, 8, &sig);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    gpuic_dev_copy(dst, (const char *)origin, bytes, 0, 1);
+    gpuic_dev_fence_data_to_peer(win->peers[target].flags & MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
+    if (sig_op == MPIX_DEVICE_SIGNAL_ADD) {
+        atomicAdd_system((unsigned long long *)sig, (unsigned long long)value);
+    } else {
+        atomicExch_system((unsigned long long *)sig, (unsigned long long)value);
+    }
+    return MPI_SUCCESS;
+}
+
+/** MPIX_Put_signal_device by a warp: the lanes copy, lane 0 signals after all copied. */
+__device__ static inline int MPIX_Put_signal_device_warp(const void *origin, size_t bytes,
+                                                         int target, MPI_Aint disp,
+                                                         MPI_Aint sig_disp, uint64_t value,
+                                                         MPIX_Device_signal_op sig_op,
+                                                         MPIX_Win_device win)
+{
+    char *dst, *sig;
+    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &dst);
+
+    if (rc == MPI_SUCCESS) {
+        rc = gpuic_dev_resolve(win, target, sig_disp, 8, 8, &sig);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    gpuic_dev_copy(dst, (const char *)origin, bytes, gpuic_dev_lane(), 32);
+    /* every lane's stores ordered before lane 0's signal */
+    gpuic_dev_fence_data_to_peer(win->peers[target].flags & MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
+    __syncwarp();
+    if (gpuic_dev_lane() == 0) {
+        if (sig_op == MPIX_DEVICE_SIGNAL_ADD) {
+            atomicAdd_system((unsigned long long *)sig, (unsigned long long)value);
+        } else {
+            atomicExch_system((unsigned long long *)sig, (unsigned long long)value);
+        }
+    }
+    __syncwarp();
+    return MPI_SUCCESS;
+}
+
+/**
+ * Waits until the 8-byte signal word at @p sig_disp of the calling process's own window
+ * satisfies (word CMP value); the data announced with it is visible afterwards.  The word's
+ * value is stored in *observed when @p observed is not NULL.
+ */
+__device__ static inline int MPIX_Signal_wait_until_device(MPI_Aint sig_disp, MPIX_Device_cmp cmp,
+                                                           uint64_t value, uint64_t *observed,
+                                                           MPIX_Win_device win)
+{
+    char *sig;
+    uint64_t v;
+    bool done;
+    int rc;
+
+    if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
+        return MPI_ERR_WIN;
+    }
+    rc = gpuic_dev_resolve(win, win->rank, sig_disp, 8, 8, &sig);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if ((unsigned)cmp > MPIX_DEVICE_CMP_LE) {
+        return gpuic_dev_fail(win, MPI_ERR_ARG);
+    }
+    do {
+        v = gpuic_dev_load_acquire_signal((const uint64_t *)sig);
+        switch (cmp) {
+        case MPIX_DEVICE_CMP_EQ: done = v == value; break;
+        case MPIX_DEVICE_CMP_NE: done = v != value; break;
+        case MPIX_DEVICE_CMP_GT: done = v > value; break;
+        case MPIX_DEVICE_CMP_GE: done = v >= value; break;
+        case MPIX_DEVICE_CMP_LT: done = v < value; break;
+        default:                 done = v <= value; break;
+        }
+    } while (!done);
+    if (observed != NULL) {
+        *observed = v;
+    }
+    return MPI_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Atomics and accumulate.                                                                  */
+
+/** Atomically adds @p value to the 8-byte integer at @p disp of @p target; the old value goes
+ *  to *result (when not NULL). */
+__device__ static inline int MPIX_Fetch_and_add_device(int64_t value, int64_t *result, int target,
+                                                       MPI_Aint disp, MPIX_Win_device win)
+{
+    char *t;
+    int rc = gpuic_dev_resolve(win, target, disp, 8, 8, &t);
+    unsigned long long old;
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    old = atomicAdd_system((unsigned long long *)t, (unsigned long long)value);
+    if (result != NULL) {
+        *result = (int64_t)old;
+    }
+    return MPI_SUCCESS;
+}
+
+/** Atomically replaces the 8-byte word at @p disp of @p target by @p value if it equals
+ *  @p compare; the old value goes to *result (when not NULL). */
+__device__ static inline int MPIX_Compare_and_swap_device(uint64_t value, uint64_t compare,
+                                                          uint64_t *result, int target,
+                                                          MPI_Aint disp, MPIX_Win_device win)
+{
+    char *t;
+    int rc = gpuic_dev_resolve(win, target, disp, 8, 8, &t);
+    unsigned long long old;
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    old = atomicCAS_system((unsigned long long *)t, (unsigned long long)compare,
+                           (unsigned long long)value);
+    if (result != NULL) {
+        *result = (uint64_t)old;
+    }
+    return MPI_SUCCESS;
+}
+
+/* new = origin (op) old for one element of type T; false for an op T cannot take. */
+template <typename T>
+__device__ static inline bool gpuic_dev_combine(MPIX_Device_op op, T origin, T old, T *out)
+{
+    switch (op) {
+    case MPIX_DEVICE_SUM:     *out = old + origin; return true;
+    case MPIX_DEVICE_PROD:    *out = old * origin; return true;
+    case MPIX_DEVICE_MIN:     *out = origin < old ? origin : old; return true;
+    case MPIX_DEVICE_MAX:     *out = origin > old ? origin : old; return true;
+    case MPIX_DEVICE_LAND:    *out = (T)((old != (T)0) && (origin != (T)0)); return true;
+    case MPIX_DEVICE_LOR:     *out = (T)((old != (T)0) || (origin != (T)0)); return true;
+    case MPIX_DEVICE_LXOR:    *out = (T)((old != (T)0) != (origin != (T)0)); return true;
+    case MPIX_DEVICE_REPLACE: *out = origin; return true;
+    case MPIX_DEVICE_NO_OP:   *out = old; return true;
+    default:                  return false;
+    }
+}
+
+template <typename T>
+__device__ static inline bool gpuic_dev_combine_bits(MPIX_Device_op op, T origin, T old, T *out)
+{
+    switch (op) {
+    case MPIX_DEVICE_BAND: *out = old & origin; return true;
+    case MPIX_DEVICE_BOR:  *out = old | origin; return true;
+    case MPIX_DEVICE_BXOR: *out = old ^ origin; return true;
+    default:               return gpuic_dev_combine<T>(op, origin, old, out);
+    }
+}
+
+/* Chooses the combine function by whether T is an integer type (bitwise ops allowed). */
+template <typename T, bool INTEGER> struct gpuic_dev_combiner {
+    __device__ static bool apply(MPIX_Device_op op, T origin, T old, T *out)
+    {
+        return gpuic_dev_combine<T>(op, origin, old, out);
+    }
+};
+
+template <typename T> struct gpuic_dev_combiner<T, true> {
+    __device__ static bool apply(MPIX_Device_op op, T origin, T old, T *out)
+    {
+        return gpuic_dev_combine_bits<T>(op, origin, old, out);
+    }
+};
+
+/* One element of 4 or 8 bytes updated with a system-scope compare-and-swap loop. */
+template <typename T, typename W, bool INTEGER>
+__device__ static inline bool gpuic_dev_acc_elem(MPIX_Device_op op, T *t, T origin, T *old_out)
+{
+    W *w = (W *)t;
+    W cur = *(volatile W *)w, seen;
+    T oldv, newv;
+
+    do {
+        memcpy(&oldv, &cur, sizeof(T));
+        if (!gpuic_dev_combiner<T, INTEGER>::apply(op, origin, oldv, &newv)) {
+            return false;
+        }
+        if (op == MPIX_DEVICE_NO_OP) {
+            break;
+        }
+        W next;
+        memcpy(&next, &newv, sizeof(T));
+        seen = atomicCAS_system(w, cur, next);
+        if (seen == cur) {
+            break;
+        }
+        cur = seen;
+    } while (true);
+    if (old_out != NULL) {
+        *old_out = oldv;
+    }
+    return true;
+}
+
+/* Updates elements [first, count) in steps of @p stride; false for an op/type mismatch. */
+__device__ static inline bool gpuic_dev_acc_range(char *t, const void *origin, void *result,
+                                                  int count, MPIX_Device_type type,
+                                                  MPIX_Device_op op, unsigned first,
+                                                  unsigned stride)
+{
+    for (int i = (int)first; i < count; i += (int)stride) {
+        bool ok;
+
+        switch (type) {
+        case MPIX_DEVICE_INT32:
+            ok = gpuic_dev_acc_elem<int32_t, unsigned int, true>(
+                op, (int32_t *)t + i, origin ? ((const int32_t *)origin)[i] : 0,
+                result ? (int32_t *)result + i : NULL);
+            break;
+        case MPIX_DEVICE_UINT32:
+            ok = gpuic_dev_acc_elem<uint32_t, unsigned int, true>(
+                op, (uint32_t *)t + i, origin ? ((const uint32_t *)origin)[i] : 0,
+                result ? (uint32_t *)result + i : NULL);
+            break;
+        case MPIX_DEVICE_INT64:
+            ok = gpuic_dev_acc_elem<int64_t, unsigned long long, true>(
+                op, (int64_t *)t + i, origin ? ((const int64_t *)origin)[i] : 0,
+                result ? (int64_t *)result + i : NULL);
+            break;
+        case MPIX_DEVICE_UINT64:
+            ok = gpuic_dev_acc_elem<uint64_t, unsigned long long, true>(
+                op, (uint64_t *)t + i, origin ? ((const uint64_t *)origin)[i] : 0,
+                result ? (uint64_t *)result + i : NULL);
+            break;
+        case MPIX_DEVICE_FLOAT:
+            ok = gpuic_dev_acc_elem<float, unsigned int, false>(
+                op, (float *)t + i, origin ? ((const float *)origin)[i] : 0.0f,
+                result ? (float *)result + i : NULL);
+            break;
+        case MPIX_DEVICE_DOUBLE:
+            ok = gpuic_dev_acc_elem<double, unsigned long long, false>(
+                op, (double *)t + i, origin ? ((const double *)origin)[i] : 0.0,
+                result ? (double *)result + i : NULL);
+            break;
+        default:
+            ok = false;
+            break;
+        }
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
+__device__ static inline size_t gpuic_dev_type_size(MPIX_Device_type type)
+{
+    return (type == MPIX_DEVICE_INT32 || type == MPIX_DEVICE_UINT32 || type == MPIX_DEVICE_FLOAT)
+               ? 4
+               : 8;
+}
+
+/* Shared checks of the accumulate calls; *t is the first target element. */
+__device__ static inline int gpuic_dev_acc_prepare(int count, MPIX_Device_type type,
+                                                   MPIX_Device_op op, int target, MPI_Aint disp,
+                                                   MPIX_Win_device win, char **t)
+{
+    size_t esize = gpuic_dev_type_size(type);
+    int rc;
+
+    if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
+        return MPI_ERR_WIN;
+    }
+    if ((unsigned)type > MPIX_DEVICE_DOUBLE || (unsigned)op > MPIX_DEVICE_NO_OP || count < 0 ||
+        ((type == MPIX_DEVICE_FLOAT || type == MPIX_DEVICE_DOUBLE) && op >= MPIX_DEVICE_BAND &&
+         op <= MPIX_DEVICE_LXOR)) {
+        return gpuic_dev_fail(win, MPI_ERR_ARG);
+    }
+    rc = gpuic_dev_resolve(win, target, disp, (size_t)count * esize, esize, t);
+    return rc;
+}
+
+/**
+ * Accumulates @p count elements of @p type from device memory @p origin into @p target's
+ * window at @p disp with @p op, each element atomically.  Complete at the target after a
+ * flush.  MPI_ERR_ARG for a bitwise or logical op on a floating-point type.
+ */
+__device__ static inline int MPIX_Accumulate_device(const void *origin, int count,
+                                                    MPIX_Device_type type, MPIX_Device_op op,
+                                                    int target, MPI_Aint disp,
+                                                    MPIX_Win_device win)
+{
+    char *t;
+    int rc = gpuic_dev_acc_prepare(count, type, op, target, disp, win, &t);
+
+    if (rc == MPI_SUCCESS && !gpuic_dev_acc_range(t, origin, NULL, count, type, op, 0, 1)) {
+        rc = gpuic_dev_fail(win, MPI_ERR_ARG);
+    }
+    return rc;
+}
+
+/** MPIX_Accumulate_device by the 32 lanes of a warp together. */
+__device__ static inline int MPIX_Accumulate_device_warp(const void *origin, int count,
+                                                         MPIX_Device_type type,
+                                                         MPIX_Device_op op, int target,
+                                                         MPI_Aint disp, MPIX_Win_device win)
+{
+    char *t;
+    int rc = gpuic_dev_acc_prepare(count, type, op, target, disp, win, &t);
+
+    if (rc == MPI_SUCCESS &&
+        !gpuic_dev_acc_range(t, origin, NULL, count, type, op, gpuic_dev_lane(), 32)) {
+        rc = gpuic_dev_fail(win, MPI_ERR_ARG);
+    }
+    __syncwarp();
+    return rc;
+}
+
+/** MPIX_Accumulate_device by all threads of a block together (synchronises the block). */
+__device__ static inline int MPIX_Accumulate_device_block(const void *origin, int count,
+                                                          MPIX_Device_type type,
+                                                          MPIX_Device_op op, int target,
+                                                          MPI_Aint disp, MPIX_Win_device win)
+{
+    char *t;
+    int rc = gpuic_dev_acc_prepare(count, type, op, target, disp, win, &t);
+
+    if (rc == MPI_SUCCESS && !gpuic_dev_acc_range(t, origin, NULL, count, type, op,
+                                                  gpuic_dev_block_rank(),
+                                                  gpuic_dev_block_size())) {
+        rc = gpuic_dev_fail(win, MPI_ERR_ARG);
+    }
+    __syncthreads();
+    return rc;
+}
+
+/**
+ * Fetch-and-op on one element: the old target value goes to *result, the target becomes
+ * origin (op) old (MPIX_DEVICE_NO_OP only reads).  Complete on return.
+ */
+__device__ static inline int MPIX_Fetch_and_op_device(const void *origin, void *result,
+                                                      MPIX_Device_type type, MPIX_Device_op op,
+                                                      int target, MPI_Aint disp,
+                                                      MPIX_Win_device win)
+{
+    char *t;
+    int rc = gpuic_dev_acc_prepare(1, type, op, target, disp, win, &t);
+
+    if (rc == MPI_SUCCESS && !gpuic_dev_acc_range(t, op == MPIX_DEVICE_NO_OP ? NULL : origin,
+                                                  result, 1, type, op, 0, 1)) {
+        rc = gpuic_dev_fail(win, MPI_ERR_ARG);
+    }
+    return rc;
+}
+
+#endif /* MPIX_GPUIC_DEVICE_CUH */

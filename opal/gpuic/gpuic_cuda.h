@@ -1,0 +1,95 @@
+/*
+ * gpuic_cuda.h - the CUDA driver API, loaded at run time.
+ *
+ * libgpuic never links libcuda: the first call here dlopen()s libcuda.so.1 and resolves the
+ * entry points it needs.  On a node without a driver every call reports GPUIC_ERR_NO_DEVICE
+ * (or "not device memory"), and host windows keep working.
+ */
+#ifndef GPUIC_CUDA_H
+#define GPUIC_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuic_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Bytes of an interprocess handle (CUipcMemHandle). */
+#define GPUIC_CUDA_IPC_HANDLE_SIZE 64
+
+/** What another process needs to map a piece of device memory. */
+typedef struct gpuic_cuda_ipc {
+    uint8_t  handle[GPUIC_CUDA_IPC_HANDLE_SIZE]; /**< handle of the whole allocation */
+    uint64_t offset;                             /**< start of the piece in the allocation */
+} gpuic_cuda_ipc_t;
+
+/**
+ * Loads the driver (once) and makes sure the calling thread has a current context (the
+ * device's primary context when none is current).
+ * @return GPUIC_OK, or GPUIC_ERR_NO_DEVICE when there is no driver or no device.
+ */
+gpuic_status_t gpuic_cuda_init(void);
+
+/**
+ * gpuic_cuda_init(), but only when the process has loaded the driver already (it uses CUDA):
+ * a process that does not is never made to load the driver or create a context.
+ * @return GPUIC_OK, or GPUIC_ERR_NO_DEVICE (driver not loaded, or no device).
+ */
+gpuic_status_t gpuic_cuda_init_if_loaded(void);
+
+/** True once gpuic_cuda_init() succeeded in this process. */
+int gpuic_cuda_available(void);
+
+/**
+ * True when @p ptr is device memory (cudaMalloc, cuMemAlloc, an IPC mapping).  Cheap and
+ * false when the driver is not loaded; host, pinned and managed memory count as host memory.
+ */
+int gpuic_cuda_is_device_ptr(const void *ptr);
+
+/**
+ * True when device memory @p ptr (an allocation or an IPC mapping) lives on the device of the
+ * calling thread's current context.
+ */
+int gpuic_cuda_ptr_on_current_device(const void *ptr);
+
+/** Allocates @p len bytes of device memory on the current device. */
+gpuic_status_t gpuic_cuda_mem_alloc(size_t len, void **ptr_p);
+
+/** Frees memory from gpuic_cuda_mem_alloc(). */
+void gpuic_cuda_mem_free(void *ptr);
+
+/** Copies @p len bytes between any two host or device addresses; returns when done. */
+gpuic_status_t gpuic_cuda_memcpy(void *dst, const void *src, size_t len);
+
+/** Fills @p len bytes of device memory with @p byte. */
+gpuic_status_t gpuic_cuda_memset(void *dptr, int byte, size_t len);
+
+/** Describes device memory at @p ptr for another process of this node. */
+gpuic_status_t gpuic_cuda_ipc_export(const void *ptr, gpuic_cuda_ipc_t *ipc);
+
+/** Maps a peer's exported device memory; *ptr_p is the piece's start in this process. */
+gpuic_status_t gpuic_cuda_ipc_import(const gpuic_cuda_ipc_t *ipc, void **ptr_p);
+
+/** Unmaps what gpuic_cuda_ipc_import() mapped (pass the pointer it returned). */
+void gpuic_cuda_ipc_release(const gpuic_cuda_ipc_t *ipc, void *ptr);
+
+/**
+ * Pins host memory and maps it into the device: *dptr_p is the device address of @p ptr, for
+ * words device code writes and the host reads (error words, rings, counters).
+ */
+gpuic_status_t gpuic_cuda_host_register(void *ptr, size_t len, void **dptr_p);
+
+/** Undoes gpuic_cuda_host_register(). */
+void gpuic_cuda_host_unregister(void *ptr);
+
+/** Waits until all work of the current context is done. */
+gpuic_status_t gpuic_cuda_synchronize(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUIC_CUDA_H */

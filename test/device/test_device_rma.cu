@@ -1,0 +1,538 @@
+/*
+ * Device-initiated RMA on gpuic GPU windows (run with 2 or more ranks on one node; several
+ * ranks on one GPU need MPS for the cross-process waits to be fast):
+ *  1. put (thread, warp, block) into the right neighbour, then host checks of the data;
+ *  2. get (thread, warp, block) back from the right neighbour;
+ *  3. fetch_and_add from 512 threads of every rank on one counter: exact total, no duplicate
+ *     old values; compare_and_swap increments on another counter;
+ *  4. accumulate (SUM, MAX, MIN, BXOR, REPLACE, PROD on the six types) from every rank, and
+ *     fetch_and_op with NO_OP to read back;
+ *  5. put-with-signal ping-pong between ranks 0 and 1, data checked every round;
+ *  6. errors: out of range, bad rank, invalid handle, misaligned atomic: the right class, no
+ *     byte written outside the window, and the host's next flush reports the first error;
+ *  7. host MPI calls on the same GPU windows (host and device buffers) in later epochs, and a
+ *     window made by MPI_Win_create on cudaMalloc memory.
+ */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../mpi/mpi_test.h"
+#include "mpix_gpuic.h"
+#include "mpix_gpuic_device.cuh"
+
+#define WIN_BYTES (64 * 1024)
+#define OFF_PUT_THREAD 0
+#define OFF_PUT_WARP 1024
+#define OFF_PUT_BLOCK 8192
+#define BLOCK_BYTES 8192
+#define OFF_COUNTER 60000
+#define OFF_CAS 60008
+#define OFF_ACC 61000
+#define OFF_SIG 63000
+#define OFF_PINGPONG 63008
+#define NRC 16
+
+#define CUDA_CHECK(call)                                                                     \
+    do {                                                                                     \
+        cudaError_t e_ = (call);                                                             \
+        if (e_ != cudaSuccess) {                                                             \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                    \
+                    cudaGetErrorString(e_));                                                 \
+            mpi_test_failures++;                                                             \
+        }                                                                                    \
+    } while (0)
+
+static int rank, nranks;
+
+__device__ unsigned char pattern(int writer, int i)
+{
+    return (unsigned char)(writer * 37 + i * 11 + 5);
+}
+
+static unsigned char host_pattern(int writer, int i)
+{
+    return (unsigned char)(writer * 37 + i * 11 + 5);
+}
+
+/* 1. puts: one thread, warp 0, the whole block */
+__global__ void k_put(MPIX_Win_device win, int me, int right, unsigned char *src, int *rc)
+{
+    for (int i = threadIdx.x; i < BLOCK_BYTES; i += blockDim.x) {
+        src[i] = pattern(me, i);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        rc[0] = MPIX_Put_device(src, 256, right, OFF_PUT_THREAD, win);
+    }
+    if (threadIdx.x < 32) {
+        int r = MPIX_Put_device_warp(src, 4096 + 3, right, OFF_PUT_WARP, win);
+        if (threadIdx.x == 0) rc[1] = r;
+    }
+    int r = MPIX_Put_device_block(src, BLOCK_BYTES, right, OFF_PUT_BLOCK, win);
+    if (threadIdx.x == 0) {
+        rc[2] = r;
+        rc[3] = MPIX_Win_flush_device(right, win);
+        rc[4] = MPIX_Win_flush_all_device(win);
+        rc[5] = MPIX_Win_flush_local_device(right, win);
+    }
+}
+
+/* 2. gets back what we put */
+__global__ void k_get(MPIX_Win_device win, int right, unsigned char *dst, int *rc)
+{
+    if (threadIdx.x == 0) {
+        rc[0] = MPIX_Get_device(dst, 256, right, OFF_PUT_THREAD, win);
+    }
+    if (threadIdx.x < 32) {
+        int r = MPIX_Get_device_warp(dst + 256, 4096 + 3, right, OFF_PUT_WARP, win);
+        if (threadIdx.x == 0) rc[1] = r;
+    }
+    int r = MPIX_Get_device_block(dst + 256 + 4099, BLOCK_BYTES, right, OFF_PUT_BLOCK, win);
+    if (threadIdx.x == 0) rc[2] = r;
+}
+
+/* 3. atomics on rank 0's counters */
+__global__ void k_atomics(MPIX_Win_device win, int64_t *olds, int *rc)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    int r = MPIX_Fetch_and_add_device(1, &olds[t], 0, OFF_COUNTER, win);
+
+    if (r != MPI_SUCCESS) atomicExch(&rc[0], r);
+    if (t < 64) {
+        for (int k = 0; k < 10; ++k) {
+            uint64_t cur = 0, seen;
+            /* read, then try until our increment lands */
+            r = MPIX_Fetch_and_op_device(NULL, &cur, MPIX_DEVICE_UINT64, MPIX_DEVICE_NO_OP, 0,
+                                         OFF_CAS, win);
+            if (r != MPI_SUCCESS) atomicExch(&rc[1], r);
+            for (;;) {
+                r = MPIX_Compare_and_swap_device(cur + 1, cur, &seen, 0, OFF_CAS, win);
+                if (r != MPI_SUCCESS) { atomicExch(&rc[1], r); break; }
+                if (seen == cur) break;
+                cur = seen;
+            }
+        }
+    }
+    if (t == 0) rc[2] = MPIX_Win_flush_device(0, win);
+}
+
+/* 4. accumulates: 8 elements of each type into rank 0, 64 bytes per (type, op) slot */
+struct acc_case {
+    MPIX_Device_type type;
+    MPIX_Device_op op;
+};
+
+__constant__ acc_case acc_cases[] = {
+    {MPIX_DEVICE_INT32, MPIX_DEVICE_SUM},    {MPIX_DEVICE_UINT32, MPIX_DEVICE_BXOR},
+    {MPIX_DEVICE_INT64, MPIX_DEVICE_MAX},    {MPIX_DEVICE_UINT64, MPIX_DEVICE_BOR},
+    {MPIX_DEVICE_FLOAT, MPIX_DEVICE_SUM},    {MPIX_DEVICE_DOUBLE, MPIX_DEVICE_MIN},
+    {MPIX_DEVICE_INT32, MPIX_DEVICE_PROD},   {MPIX_DEVICE_DOUBLE, MPIX_DEVICE_REPLACE},
+    {MPIX_DEVICE_INT64, MPIX_DEVICE_LOR},    {MPIX_DEVICE_DOUBLE, MPIX_DEVICE_MAX},
+};
+#define NACC 10
+
+__device__ __host__ static int acc_value(int rank, int i)
+{
+    return 1 + (rank + i) % 3;
+}
+
+__global__ void k_acc(MPIX_Win_device win, int me, int *rc)
+{
+    __shared__ unsigned char buf[NACC][64];
+    int c = threadIdx.x;
+
+    if (c < NACC) {
+        for (int i = 0; i < 8; ++i) {
+            int v = acc_value(me, i);
+            switch (acc_cases[c].type) {
+            case MPIX_DEVICE_INT32: ((int32_t *)buf[c])[i] = v; break;
+            case MPIX_DEVICE_UINT32: ((uint32_t *)buf[c])[i] = 1u << (me + i); break;
+            case MPIX_DEVICE_INT64: ((int64_t *)buf[c])[i] = v * 100 + me; break;
+            case MPIX_DEVICE_UINT64: ((uint64_t *)buf[c])[i] = 1ull << (me + 40); break;
+            case MPIX_DEVICE_FLOAT: ((float *)buf[c])[i] = (float)v; break;
+            case MPIX_DEVICE_DOUBLE: ((double *)buf[c])[i] = v + 0.5 * me; break;
+            }
+        }
+    }
+    __syncthreads();
+    if (c < NACC) {
+        int r = MPIX_Accumulate_device(buf[c], 8, acc_cases[c].type, acc_cases[c].op, 0,
+                                       OFF_ACC + 64 * c, win);
+        if (r != MPI_SUCCESS) atomicExch(&rc[0], r);
+    }
+    __syncthreads();
+    /* the block variant on one more slot: SUM of int64 */
+    int r = MPIX_Accumulate_device_block(buf[2], 8, MPIX_DEVICE_INT64, MPIX_DEVICE_SUM, 0,
+                                         OFF_ACC + 64 * NACC, win);
+    if (threadIdx.x == 0) {
+        if (r != MPI_SUCCESS) atomicExch(&rc[1], r);
+        rc[2] = MPIX_Win_flush_all_device(win);
+        /* a bitwise op on a float is refused */
+        rc[3] = MPIX_Accumulate_device(buf[4], 1, MPIX_DEVICE_FLOAT, MPIX_DEVICE_BAND, 0,
+                                       OFF_ACC, win);
+    }
+}
+
+/* 5. ping-pong with put-with-signal: rank 0 sends round r, rank 1 checks and answers */
+__global__ void k_pingpong(MPIX_Win_device win, int me, int rounds, uint64_t *data, int *rc)
+{
+    int peer = 1 - me;
+    int bad = 0;
+
+    for (int r = 1; r <= rounds; ++r) {
+        if (me == 0) {
+            data[0] = 1000 + r;
+            rc[0] |= MPIX_Put_signal_device(data, 8, peer, OFF_PINGPONG, OFF_SIG, r,
+                                            MPIX_DEVICE_SIGNAL_SET, win);
+            rc[1] |= MPIX_Signal_wait_until_device(OFF_SIG, MPIX_DEVICE_CMP_GE, r, NULL, win);
+        } else {
+            uint64_t seen = 0;
+            rc[1] |= MPIX_Signal_wait_until_device(OFF_SIG, MPIX_DEVICE_CMP_GE, r, &seen, win);
+            /* the data announced by the signal is visible */
+            uint64_t got = 0;
+            MPIX_Get_device(&got, 8, me, OFF_PINGPONG, win);
+            bad += got != (uint64_t)(1000 + r);
+            data[0] = 2000 + r;
+            rc[0] |= MPIX_Put_signal_device(data, 8, peer, OFF_PINGPONG, OFF_SIG, r,
+                                            MPIX_DEVICE_SIGNAL_SET, win);
+        }
+    }
+    rc[2] = bad;
+}
+
+/* 6. errors */
+__global__ void k_errors(MPIX_Win_device win, int right, int nranks, unsigned char *src, int *rc)
+{
+    int64_t old;
+
+    rc[0] = MPIX_Put_device(src, 8, right, WIN_BYTES - 4, win);              /* past the end */
+    rc[1] = MPIX_Put_device(src, 8, nranks, 0, win);                          /* no such rank */
+    rc[2] = MPIX_Put_device(src, 8, -1, 0, win);
+    rc[3] = MPIX_Put_device(src, 8, right, 0, (MPIX_Win_device)NULL);         /* no handle */
+    rc[4] = MPIX_Fetch_and_add_device(1, &old, right, 4, win);                /* misaligned */
+    rc[5] = MPIX_Get_device(src, 1, right, WIN_BYTES, win);                   /* just past it */
+    rc[6] = MPIX_Put_device(src, 0, right, WIN_BYTES, win);                   /* empty, at end */
+    rc[7] = MPIX_Put_device(src, 8, right, -8, win);                          /* negative */
+    rc[8] = MPIX_Accumulate_device(src, 2, MPIX_DEVICE_INT64, MPIX_DEVICE_SUM, right,
+                                   WIN_BYTES - 8, win);                       /* straddles */
+}
+
+static int run_kernel_rc(int *d_rc, int *h_rc)
+{
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemcpy(h_rc, d_rc, NRC * sizeof(int), cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+static void test_device_calls(MPI_Win win, unsigned char *base)
+{
+    MPIX_Win_device h = NULL;
+    int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    int *d_rc, h_rc[NRC];
+    unsigned char *d_buf, *host = (unsigned char *)malloc(WIN_BYTES);
+    int path = -1;
+
+    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
+    CHECK(MPIX_Win_gpuic_target_path(win, right, &path) == MPI_SUCCESS);
+    CHECK(nranks == 1 || path == MPIX_GPUIC_PATH_IPC || right == rank);
+    CUDA_CHECK(cudaMalloc(&d_rc, NRC * sizeof(int)));
+    CUDA_CHECK(cudaMalloc(&d_buf, 4 * BLOCK_BYTES));
+    CUDA_CHECK(cudaMemset(base, 0xee, WIN_BYTES));
+    CUDA_CHECK(cudaMemset(base + OFF_COUNTER, 0, WIN_BYTES - OFF_COUNTER));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    MPI_Win_lock_all(0, win);
+
+    /* 1. puts */
+    CUDA_CHECK(cudaMemset(d_rc, 0xff, NRC * sizeof(int)));
+    k_put<<<1, 128>>>(h, rank, right, d_buf, d_rc);
+    run_kernel_rc(d_rc, h_rc);
+    for (int i = 0; i < 6; ++i) CHECK(h_rc[i] == MPI_SUCCESS);
+    CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CUDA_CHECK(cudaMemcpy(host, base, WIN_BYTES, cudaMemcpyDeviceToHost));
+    {
+        int bad = 0;
+        for (int i = 0; i < 256; ++i) bad += host[OFF_PUT_THREAD + i] != host_pattern(left, i);
+        for (int i = 0; i < 4099; ++i) bad += host[OFF_PUT_WARP + i] != host_pattern(left, i);
+        for (int i = 0; i < BLOCK_BYTES; ++i) bad += host[OFF_PUT_BLOCK + i] != host_pattern(left, i);
+        bad += host[OFF_PUT_THREAD + 256] != 0xee; /* nothing past the puts */
+        bad += host[OFF_PUT_WARP + 4099] != 0xee;
+        if (bad) fprintf(stderr, "[rank %d] put: %d wrong bytes\n", rank, bad);
+        CHECK(bad == 0);
+    }
+
+    /* 2. gets */
+    CUDA_CHECK(cudaMemset(d_rc, 0xff, NRC * sizeof(int)));
+    CUDA_CHECK(cudaMemset(d_buf, 0, 4 * BLOCK_BYTES));
+    k_get<<<1, 128>>>(h, right, d_buf, d_rc);
+    run_kernel_rc(d_rc, h_rc);
+    for (int i = 0; i < 3; ++i) CHECK(h_rc[i] == MPI_SUCCESS);
+    CUDA_CHECK(cudaMemcpy(host, d_buf, 256 + 4099 + BLOCK_BYTES, cudaMemcpyDeviceToHost));
+    {
+        int bad = 0;
+        for (int i = 0; i < 256; ++i) bad += host[i] != host_pattern(rank, i);
+        for (int i = 0; i < 4099; ++i) bad += host[256 + i] != host_pattern(rank, i);
+        for (int i = 0; i < BLOCK_BYTES; ++i) bad += host[256 + 4099 + i] != host_pattern(rank, i);
+        CHECK(bad == 0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* 3. atomics */
+    {
+        const int threads = 4 * 128;
+        int64_t *d_olds, *olds = (int64_t *)malloc(sizeof(int64_t) * threads);
+        int64_t *all = (int64_t *)malloc(sizeof(int64_t) * threads * nranks);
+        CUDA_CHECK(cudaMalloc(&d_olds, sizeof(int64_t) * threads));
+        CUDA_CHECK(cudaMemset(d_rc, 0, NRC * sizeof(int)));
+        k_atomics<<<4, 128>>>(h, d_olds, d_rc);
+        run_kernel_rc(d_rc, h_rc);
+        CHECK(h_rc[0] == 0 && h_rc[1] == 0 && h_rc[2] == MPI_SUCCESS);
+        CUDA_CHECK(cudaMemcpy(olds, d_olds, sizeof(int64_t) * threads, cudaMemcpyDeviceToHost));
+        MPI_Gather(olds, threads, MPI_INT64_T, all, threads, MPI_INT64_T, 0, MPI_COMM_WORLD);
+        MPI_Win_flush_all(win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            int64_t counter = 0;
+            uint64_t cas = 0;
+            CUDA_CHECK(cudaMemcpy(&counter, base + OFF_COUNTER, 8, cudaMemcpyDeviceToHost));
+            CUDA_CHECK(cudaMemcpy(&cas, base + OFF_CAS, 8, cudaMemcpyDeviceToHost));
+            CHECK(counter == (int64_t)threads * nranks);
+            CHECK(cas == (uint64_t)640 * nranks);
+            char *seen = (char *)calloc(threads * nranks, 1);
+            int dup = 0;
+            for (int i = 0; i < threads * nranks; ++i) {
+                if (all[i] < 0 || all[i] >= threads * nranks || seen[all[i]]++) dup++;
+            }
+            CHECK(dup == 0);
+            free(seen);
+        }
+        cudaFree(d_olds);
+        free(olds);
+        free(all);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* 4. accumulates */
+    if (rank == 0) {
+        /* slot inits: PROD starts at 1, MIN at +inf-ish, others 0 */
+        unsigned char init[64 * (NACC + 1)];
+        memset(init, 0, sizeof(init));
+        for (int i = 0; i < 8; ++i) ((int32_t *)(init + 64 * 6))[i] = 1;
+        for (int i = 0; i < 8; ++i) ((double *)(init + 64 * 5))[i] = 1e30;
+        for (int i = 0; i < 8; ++i) ((double *)(init + 64 * 9))[i] = -1e30;
+        for (int i = 0; i < 8; ++i) ((int64_t *)(init + 64 * 2))[i] = -1;
+        CUDA_CHECK(cudaMemcpy(base + OFF_ACC, init, sizeof(init), cudaMemcpyHostToDevice));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    CUDA_CHECK(cudaMemset(d_rc, 0, NRC * sizeof(int)));
+    k_acc<<<1, 64>>>(h, rank, d_rc);
+    run_kernel_rc(d_rc, h_rc);
+    CHECK(h_rc[0] == 0 && h_rc[1] == 0 && h_rc[2] == MPI_SUCCESS && h_rc[3] == MPI_ERR_ARG);
+    /* the refused float BAND was recorded: the next host synchronization reports it */
+    {
+        int rc = MPI_Win_flush_all(win), cls = MPI_SUCCESS;
+        if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_ARG);
+        CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS); /* reported once */
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        unsigned char got[64 * (NACC + 1)];
+        CUDA_CHECK(cudaMemcpy(got, base + OFF_ACC, sizeof(got), cudaMemcpyDeviceToHost));
+        int bad = 0;
+        for (int i = 0; i < 8; ++i) {
+            int32_t sum = 0, prod = 1;
+            uint32_t x = 0;
+            int64_t mx = -1, lor = 0, bsum = 0;
+            uint64_t bor = 0;
+            float fsum = 0;
+            double mn = 1e30, dmx = -1e30;
+            for (int r = 0; r < nranks; ++r) {
+                int v = acc_value(r, i);
+                sum += v;
+                prod *= v;
+                x ^= 1u << (r + i);
+                mx = (v * 100 + r) > mx ? (v * 100 + r) : mx;
+                bor |= 1ull << (r + 40);
+                fsum += (float)v;
+                mn = (v + 0.5 * r) < mn ? (v + 0.5 * r) : mn;
+                dmx = (v + 0.5 * r) > dmx ? (v + 0.5 * r) : dmx;
+                lor = lor || (v * 100 + r);
+                bsum += v * 100 + r;
+            }
+            bad += ((int32_t *)(got + 0))[i] != sum;
+            bad += ((uint32_t *)(got + 64))[i] != x;
+            bad += ((int64_t *)(got + 128))[i] != mx;
+            bad += ((uint64_t *)(got + 192))[i] != bor;
+            bad += ((float *)(got + 256))[i] != fsum;
+            bad += ((double *)(got + 320))[i] != mn;
+            bad += ((int32_t *)(got + 384))[i] != prod;
+            double rep = ((double *)(got + 448))[i];
+            int ok_rep = 0;
+            for (int r = 0; r < nranks; ++r) ok_rep |= rep == acc_value(r, i) + 0.5 * r;
+            bad += !ok_rep;
+            bad += ((int64_t *)(got + 512))[i] != lor;
+            bad += ((double *)(got + 576))[i] != dmx;
+            bad += ((int64_t *)(got + 640))[i] != bsum;
+        }
+        if (bad) fprintf(stderr, "accumulate: %d wrong elements\n", bad);
+        CHECK(bad == 0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* 5. put-with-signal ping-pong */
+    if (nranks >= 2 && rank < 2) {
+        uint64_t *d_data;
+        CUDA_CHECK(cudaMalloc(&d_data, 64));
+        CUDA_CHECK(cudaMemset(d_rc, 0, NRC * sizeof(int)));
+        k_pingpong<<<1, 1>>>(h, rank, 200, d_data, d_rc);
+        run_kernel_rc(d_rc, h_rc);
+        CHECK(h_rc[0] == 0 && h_rc[1] == 0 && h_rc[2] == 0);
+        cudaFree(d_data);
+    }
+    MPI_Win_flush_all(win);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* 6. errors */
+    {
+        unsigned char tail_before[64], tail_after[64];
+        CUDA_CHECK(cudaMemcpy(tail_before, base + WIN_BYTES - 64, 64, cudaMemcpyDeviceToHost));
+        MPI_Barrier(MPI_COMM_WORLD);
+        CUDA_CHECK(cudaMemset(d_rc, 0xff, NRC * sizeof(int)));
+        k_errors<<<1, 1>>>(h, right, nranks, d_buf, d_rc);
+        run_kernel_rc(d_rc, h_rc);
+        CHECK(h_rc[0] == MPI_ERR_RMA_RANGE);
+        CHECK(h_rc[1] == MPI_ERR_RANK && h_rc[2] == MPI_ERR_RANK);
+        CHECK(h_rc[3] == MPI_ERR_WIN);
+        CHECK(h_rc[4] == MPI_ERR_ARG);
+        CHECK(h_rc[5] == MPI_ERR_RMA_RANGE);
+        CHECK(h_rc[6] == MPI_SUCCESS);
+        CHECK(h_rc[7] == MPI_ERR_RMA_RANGE);
+        CHECK(h_rc[8] == MPI_ERR_RMA_RANGE);
+        int rc = MPI_Win_flush(right, win), cls = MPI_SUCCESS;
+        if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_RMA_RANGE); /* the first one recorded */
+        CHECK(MPI_Win_flush(right, win) == MPI_SUCCESS);
+        MPI_Barrier(MPI_COMM_WORLD);
+        CUDA_CHECK(cudaMemcpy(tail_after, base + WIN_BYTES - 64, 64, cudaMemcpyDeviceToHost));
+        CHECK(memcmp(tail_before, tail_after, 64) == 0);
+    }
+    MPI_Win_unlock_all(win);
+
+    cudaFree(d_rc);
+    cudaFree(d_buf);
+    free(host);
+}
+
+/* 7. host MPI calls on GPU windows, with host and device origin buffers */
+static void test_host_calls(MPI_Win win, unsigned char *base)
+{
+    int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    int32_t hbuf[64], back[64], *dbuf;
+
+    CUDA_CHECK(cudaMalloc(&dbuf, sizeof(hbuf)));
+    for (int i = 0; i < 64; ++i) hbuf[i] = rank * 1000 + i;
+    MPI_Win_fence(0, win);
+    CHECK(MPI_Put(hbuf, 64, MPI_INT32_T, right, 0, 64, MPI_INT32_T, win) == MPI_SUCCESS);
+    MPI_Win_fence(0, win);
+    /* get it back from the right neighbour into device memory */
+    CHECK(MPI_Get(dbuf, 64, MPI_INT32_T, right, 0, 64, MPI_INT32_T, win) == MPI_SUCCESS);
+    MPI_Win_fence(0, win);
+    CUDA_CHECK(cudaMemcpy(back, dbuf, sizeof(back), cudaMemcpyDeviceToHost));
+    int bad = 0;
+    for (int i = 0; i < 64; ++i) bad += back[i] != rank * 1000 + i;
+    CHECK(bad == 0);
+    /* my own window holds the left neighbour's values */
+    CUDA_CHECK(cudaMemcpy(back, base, sizeof(back), cudaMemcpyDeviceToHost));
+    bad = 0;
+    for (int i = 0; i < 64; ++i) bad += back[i] != left * 1000 + i;
+    CHECK(bad == 0);
+    /* accumulate from device memory into rank 0 */
+    CUDA_CHECK(cudaMemcpy(dbuf, hbuf, sizeof(hbuf), cudaMemcpyHostToDevice));
+    if (rank == 0) CUDA_CHECK(cudaMemset(base + 512, 0, 256));
+    MPI_Win_fence(0, win);
+    CHECK(MPI_Accumulate(dbuf, 64, MPI_INT32_T, 0, 128, 64, MPI_INT32_T, MPI_SUM, win) ==
+          MPI_SUCCESS);
+    MPI_Win_fence(0, win);
+    if (rank == 0) {
+        CUDA_CHECK(cudaMemcpy(back, base + 512, sizeof(back), cudaMemcpyDeviceToHost));
+        bad = 0;
+        for (int i = 0; i < 64; ++i) {
+            int32_t want = 0;
+            for (int r = 0; r < nranks; ++r) want += r * 1000 + i;
+            bad += back[i] != want;
+        }
+        CHECK(bad == 0);
+    }
+    /* fetch_and_op from the host: every rank gets a distinct old value */
+    int64_t one = 1, old = -1, *olds = (int64_t *)malloc(sizeof(int64_t) * nranks);
+    if (rank == 0) CUDA_CHECK(cudaMemset(base + 2048, 0, 8));
+    MPI_Win_fence(0, win);
+    CHECK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, 2048, MPI_SUM, win) == MPI_SUCCESS);
+    MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+    MPI_Allgather(&old, 1, MPI_INT64_T, olds, 1, MPI_INT64_T, MPI_COMM_WORLD);
+    for (int i = 0; i < nranks; ++i) {
+        CHECK(olds[i] >= 0 && olds[i] < nranks);
+        for (int j = 0; j < i; ++j) CHECK(olds[i] != olds[j]);
+    }
+    free(olds);
+    cudaFree(dbuf);
+}
+
+int main(int argc, char **argv)
+{
+    int caps = 0, ndev = 0;
+    unsigned char *base = NULL;
+    MPI_Win win;
+    MPI_Info info;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if (rank == 0) printf("test_device_rma: no CUDA device: SKIP\n");
+        MPI_Finalize();
+        return 77;
+    }
+    CUDA_CHECK(cudaSetDevice(rank % ndev));
+    CHECK(MPIX_Gpuic_query_capabilities(&caps) == MPI_SUCCESS && (caps & MPIX_GPUIC_CAP_DEVICE_API));
+
+    /* device memory from MPI_Win_allocate */
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "mpi_assert_memory_alloc_kinds", "cuda:device");
+    CHECK(MPI_Win_allocate(WIN_BYTES, 1, info, MPI_COMM_WORLD, &base, &win) == MPI_SUCCESS);
+    MPI_Info_free(&info);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    CHECK(mpi_test_is_gpuic(win));
+    {
+        cudaPointerAttributes attr;
+        CHECK(cudaPointerGetAttributes(&attr, base) == cudaSuccess &&
+              attr.type == cudaMemoryTypeDevice);
+    }
+    test_device_calls(win, base);
+    test_host_calls(win, base);
+    MPI_Win_free(&win);
+
+    /* MPI_Win_create on cudaMalloc memory */
+    {
+        unsigned char *mem;
+        int path = -1;
+        MPIX_Win_device h;
+        CUDA_CHECK(cudaMalloc(&mem, WIN_BYTES));
+        CHECK(MPI_Win_create(mem, WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win) ==
+              MPI_SUCCESS);
+        MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+        CHECK(MPIX_Win_gpuic_target_path(win, (rank + 1) % nranks, &path) == MPI_SUCCESS);
+        CHECK(nranks == 1 || path == MPIX_GPUIC_PATH_IPC);
+        CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS);
+        test_host_calls(win, mem);
+        MPI_Win_free(&win);
+        cudaFree(mem);
+    }
+    return mpi_test_finish("test_device_rma");
+}
