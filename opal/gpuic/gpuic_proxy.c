@@ -18,7 +18,6 @@
 #include "gpuic_rma.h"
 
 #define GPUIC_PROXY_DEFAULT_SPIN_ROUNDS 2000
-#define GPUIC_PROXY_DEFAULT_MAX_SLEEP_US 1000
 #define GPUIC_PROXY_DEFAULT_MAX_MSG (1u << 30)
 
 typedef struct gpuic_proxy_round gpuic_proxy_round_t;
@@ -711,8 +710,10 @@ static void *gpuic_proxy_main(void *arg)
                              __atomic_load_n(&proxy->stat_sleeps, __ATOMIC_RELAXED) + 1,
                              __ATOMIC_RELAXED);
             gpuic_proxy_sleep(proxy, sleep_ns);
-            if (sleep_ns < (uint64_t)proxy->params.max_sleep_us * 1000) {
-                sleep_ns *= 2;
+            /* doubling, but never past the longest pause: device producers wait that long */
+            sleep_ns *= 2;
+            if (sleep_ns > (uint64_t)proxy->params.max_sleep_us * 1000) {
+                sleep_ns = (uint64_t)proxy->params.max_sleep_us * 1000;
             }
         }
     }
