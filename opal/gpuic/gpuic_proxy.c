@@ -788,6 +788,8 @@ void gpuic_proxy_destroy(gpuic_proxy_t *proxy)
         pthread_join(proxy->thread, NULL);
     }
     for (unsigned i = 0; i < proxy->nqueues; ++i) {
+        /* the ring may outlive the proxy: its commits must not call into freed memory */
+        gpuic_ring_set_waiter(proxy->queues[i].q.ring, NULL);
         free(proxy->queues[i].tally_stamp);
         free(proxy->queues[i].tally_index);
     }

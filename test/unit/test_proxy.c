@@ -268,6 +268,16 @@ static void test_idle_cpu(unsigned max_sleep_us)
     t1 = now_s();
     printf("  WQE posted to it while it slept -> completed in %.1f us\n", (t1 - t0) * 1e6);
     gpuic_proxy_destroy(proxy);
+    {
+        /* the ring outlives its proxy: a commit must no longer try to wake it */
+        uint64_t seq = 0;
+        gpuic_wqe_t out;
+
+        CHECK(gpuic_ring_reserve(ring, 1, &seq) == GPUIC_OK);
+        gpuic_ring_write(ring, seq, &w, 1);
+        gpuic_ring_commit(ring, seq, 1);
+        CHECK(gpuic_ring_peek(ring, &out, &seq) == 1);
+    }
     gpuic_ring_destroy(ring);
     gpuic_context_destroy(ctx);
 }
