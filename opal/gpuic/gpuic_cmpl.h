@@ -24,10 +24,13 @@
 extern "C" {
 #endif
 
-/** Counters of one target; own cache line, since producers and the engine both write here. */
+/**
+ * Counters of one target.  Producers write @c posted for every WQE and the engine the others
+ * once per batch: each side has its own cache line, so neither steals the other's.
+ */
 typedef struct gpuic_cmpl_counter {
-    uint64_t posted;          /**< WQEs producers posted to the target */
-    uint64_t completed;       /**< WQEs complete at the target (or failed) */
+    uint64_t posted __attribute__((aligned(64)));    /**< WQEs producers posted to the target */
+    uint64_t completed __attribute__((aligned(64))); /**< WQEs complete at the target (or failed) */
     uint64_t local_completed; /**< WQEs whose local buffers may be reused (or failed) */
     uint64_t failed;          /**< WQEs that completed with an error */
 } __attribute__((aligned(64))) gpuic_cmpl_counter_t;

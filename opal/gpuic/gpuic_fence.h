@@ -72,6 +72,21 @@ static inline GPUIC_HOST_DEVICE void gpuic_fence_completion_to_producer(void)
 #endif
 }
 
+/**
+ * Producer's doorbell <-> sleeping consumer's flag: a store-load fence.  The producer stores
+ * the doorbell, fences, reads the consumer's sleeping flag; the consumer stores the flag,
+ * fences, reads the doorbell.  With both fences at least one side sees the other's store, so
+ * no wake-up is lost.
+ */
+static inline GPUIC_HOST_DEVICE void gpuic_fence_doorbell_to_waiter(void)
+{
+#if defined(__CUDA_ARCH__)
+    __threadfence_system();
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
 /** Load with acquire ordering (host) or a volatile load followed by a system fence (device). */
 static inline GPUIC_HOST_DEVICE uint64_t gpuic_atomic_load_acquire_u64(const uint64_t *p)
 {

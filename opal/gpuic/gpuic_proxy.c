@@ -3,6 +3,11 @@
 
 #include <errno.h>
 #include <pthread.h>
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +18,6 @@
 #include "gpuic_rma.h"
 
 #define GPUIC_PROXY_DEFAULT_SPIN_ROUNDS 2000
-#define GPUIC_PROXY_DEFAULT_MAX_SLEEP_US 1000
 #define GPUIC_PROXY_DEFAULT_MAX_MSG (1u << 30)
 
 typedef struct gpuic_proxy_round gpuic_proxy_round_t;
@@ -61,6 +65,7 @@ typedef struct gpuic_proxy_attached {
     gpuic_proxy_queue_t q;
     uint64_t *tally_stamp;    /* per target: round that last tallied it */
     unsigned *tally_index;    /* per target: its tally in that round */
+    unsigned release_batch;   /* slots read before they are handed back to producers */
 } gpuic_proxy_attached_t;
 
 struct gpuic_proxy {
@@ -73,12 +78,17 @@ struct gpuic_proxy {
     uint32_t pause_requests;  /* atomic */
     uint32_t stop;            /* atomic */
 
-    /* Idle sleep: the thread waits on wake_cond; producers signal it. */
+    /* Idle sleep: the thread waits on wake_cond while waiter.sleeping is set; whoever clears
+     * the flag (under wake_lock) signals. */
     pthread_mutex_t wake_lock;
     pthread_cond_t wake_cond;
-    uint32_t sleeping;        /* atomic */
 
-    gpuic_proxy_attached_t *queues;   /* under ctx_lock */
+    /* Host producers read the flag after every commit, so it has a line of its own that the
+     * proxy writes only around a sleep. */
+    gpuic_ring_waiter_t waiter __attribute__((aligned(64)));
+
+    /* The thread's working state, off the waiter's line. */
+    gpuic_proxy_attached_t *queues __attribute__((aligned(64)));   /* under ctx_lock */
     unsigned nqueues;
 
     gpuic_proxy_round_t *fifo_head, *fifo_tail, *free_rounds;
@@ -89,6 +99,8 @@ struct gpuic_proxy {
 };
 
 /* ---- rounds and operations ---- */
+
+static void gpuic_proxy_op_done(gpuic_rma_completion_t *comp, gpuic_status_t status);
 
 static gpuic_proxy_op_t *gpuic_proxy_op_get(gpuic_proxy_t *proxy)
 {
@@ -101,6 +113,7 @@ static gpuic_proxy_op_t *gpuic_proxy_op_get(gpuic_proxy_t *proxy)
     op = gpuic_mem_aligned(GPUIC_WQE_BB_SIZE, sizeof(*op));
     if (op != NULL) {
         op->proxy = proxy;
+        op->comp.cb = gpuic_proxy_op_done;
     }
     return op;
 }
@@ -416,10 +429,12 @@ static unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
     if (proxy->nqueues == 0) {
         return 0;
     }
+    /* one doorbell read per ring and round: the line moves between producer and proxy each
+     * time it is read after a commit */
     limits = __builtin_alloca(proxy->nqueues * sizeof(*limits));
     for (unsigned i = 0; i < proxy->nqueues; ++i) {
         limits[i] = gpuic_ring_doorbell(proxy->queues[i].q.ring);
-        if (limits[i] != gpuic_ring_consumer_index(proxy->queues[i].q.ring)) {
+        if (limits[i] != gpuic_ring_read_index(proxy->queues[i].q.ring)) {
             consumed = 1;
         }
     }
@@ -433,8 +448,10 @@ static unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
     }
     for (unsigned i = 0; i < proxy->nqueues; ++i) {
         gpuic_proxy_attached_t *a = &proxy->queues[i];
+        gpuic_ring_t *ring = a->q.ring;
+        unsigned taken = 0;
 
-        while (gpuic_ring_consumer_index(a->q.ring) < limits[i]) {
+        while ((int64_t)(limits[i] - gpuic_ring_read_index(ring)) > 0) {
             gpuic_proxy_op_t *op = gpuic_proxy_op_get(proxy);
             uint64_t seq;
             unsigned nbb;
@@ -442,25 +459,38 @@ static unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
             if (op == NULL) {
                 break;
             }
-            op->comp.cb = gpuic_proxy_op_done;
-            nbb = gpuic_ring_peek(a->q.ring, &op->wqe, &seq);
+            nbb = gpuic_ring_peek_below(ring, limits[i], &op->wqe, &seq);
             if (nbb == 0) {
                 gpuic_proxy_op_put(op);
                 break;
             }
-            /* the slots can go back to producers: op holds a private copy */
-            gpuic_ring_consume(a->q.ring, nbb);
+            /* the slots can go back to producers (op holds a private copy), a batch at a
+             * time: every store of the consumer index costs producers a cache miss */
+            gpuic_ring_take(ring, nbb);
+            taken += nbb;
+            if (taken >= a->release_batch) {
+                gpuic_ring_release(ring);
+                taken = 0;
+            }
             gpuic_proxy_process(proxy, a, round, op, nbb);
             consumed++;
         }
+        if (taken != 0) {
+            gpuic_ring_release(ring);
+        }
     }
-    __atomic_fetch_add(&proxy->stat_wqes, consumed, __ATOMIC_RELAXED);
+    /* the proxy is the only writer: no locked instruction needed */
+    __atomic_store_n(&proxy->stat_wqes,
+                     __atomic_load_n(&proxy->stat_wqes, __ATOMIC_RELAXED) + consumed,
+                     __ATOMIC_RELAXED);
     if (round->ntallies == 0 && round->ncqes == 0) {
         round->next = proxy->free_rounds; /* only NOPs */
         proxy->free_rounds = round;
         return consumed;
     }
-    __atomic_fetch_add(&proxy->stat_rounds, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&proxy->stat_rounds,
+                     __atomic_load_n(&proxy->stat_rounds, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
     status = gpuic_context_flush_nb(proxy->params.ctx, &round->flush_comp);
     if (status != GPUIC_INPROGRESS) {
         gpuic_proxy_flush_done(&round->flush_comp, status);
@@ -522,23 +552,99 @@ static void gpuic_proxy_retire(gpuic_proxy_t *proxy)
 
 /* ---- the thread ---- */
 
+/* Whether this process can order other threads' memory accesses from one thread
+ * (registered once; Linux 4.14 and later). */
+static int gpuic_proxy_membarrier_register(void)
+{
+#if defined(__linux__) && defined(__NR_membarrier)
+    long cmds = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+    return cmds >= 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+           syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+#else
+    return 0;
+#endif
+}
+
+/* The sleeper's half of the store-load ordering with host producers (gpuic_ring_waiter_t):
+ * a full fence on every thread of the process that is running, so producers need none. */
+static void gpuic_proxy_fence_producers(gpuic_proxy_t *proxy)
+{
+    if (!__atomic_load_n(&proxy->waiter.producer_fence, __ATOMIC_RELAXED)) {
+#if defined(__linux__) && defined(__NR_membarrier)
+        if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) {
+            return;
+        }
+#endif
+        /* registered, so it cannot fail; if it does, producers fence from now on (a commit
+         * already past its look at the flag may wait for this pause) */
+        gpuic_log(GPUIC_LOG_ERROR, "proxy: membarrier failed: %s", strerror(errno));
+        __atomic_store_n(&proxy->waiter.producer_fence, 1, __ATOMIC_RELAXED);
+    }
+    gpuic_fence_doorbell_to_waiter();
+}
+
+/* Announces a sleep: sets the waiter flag, then takes one more look at everything that
+ * should keep the thread awake.  Returns 1 when it may sleep; 0 (flag cleared) when work or
+ * a request arrived meanwhile.  The fence pairs with the one a host producer makes between
+ * its doorbell store and its look at the flag (gpuic_ring_notify()).  Under ctx_lock. */
+static int gpuic_proxy_sleep_prepare(gpuic_proxy_t *proxy, int for_pause)
+{
+    int awake = 0;
+
+    __atomic_store_n(&proxy->waiter.sleeping, 1, __ATOMIC_RELAXED);
+    gpuic_proxy_fence_producers(proxy);
+    if (for_pause) {
+        awake = !__atomic_load_n(&proxy->pause_requests, __ATOMIC_RELAXED);
+    } else {
+        awake = __atomic_load_n(&proxy->pause_requests, __ATOMIC_RELAXED) != 0;
+        for (unsigned i = 0; i < proxy->nqueues && !awake; ++i) {
+            gpuic_ring_t *ring = proxy->queues[i].q.ring;
+            awake = gpuic_ring_doorbell(ring) != gpuic_ring_read_index(ring);
+        }
+    }
+    if (awake || __atomic_load_n(&proxy->stop, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&proxy->waiter.sleeping, 0, __ATOMIC_RELAXED);
+        return 0;
+    }
+    return 1;
+}
+
+/* Sleeps up to ns after gpuic_proxy_sleep_prepare(), until a waker clears the flag. */
 static void gpuic_proxy_sleep(gpuic_proxy_t *proxy, uint64_t ns)
 {
     struct timespec deadline;
 
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_nsec += (long)ns;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += (time_t)(ns / 1000000000u);
+    deadline.tv_nsec += (long)(ns % 1000000000u);
     if (deadline.tv_nsec >= 1000000000L) {
         deadline.tv_sec++;
         deadline.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&proxy->wake_lock);
-    __atomic_store_n(&proxy->sleeping, 1, __ATOMIC_SEQ_CST);
-    if (!__atomic_load_n(&proxy->stop, __ATOMIC_ACQUIRE) &&
-        !__atomic_load_n(&proxy->pause_requests, __ATOMIC_ACQUIRE)) {
-        (void)pthread_cond_timedwait(&proxy->wake_cond, &proxy->wake_lock, &deadline);
+    while (__atomic_load_n(&proxy->waiter.sleeping, __ATOMIC_RELAXED)) {
+        if (pthread_cond_timedwait(&proxy->wake_cond, &proxy->wake_lock, &deadline) ==
+            ETIMEDOUT) {
+            break;
+        }
     }
-    __atomic_store_n(&proxy->sleeping, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&proxy->waiter.sleeping, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&proxy->wake_lock);
+}
+
+/* The waiter's wake-up, called by host producers (gpuic_ring_notify()) and by
+ * gpuic_proxy_wake().  Clearing the flag under wake_lock is what the sleeper's loop tests,
+ * so a wake-up between its last look and its wait is not lost. */
+static void gpuic_proxy_waiter_wake(gpuic_ring_waiter_t *waiter)
+{
+    gpuic_proxy_t *proxy = (gpuic_proxy_t *)((char *)waiter - offsetof(gpuic_proxy_t, waiter));
+
+    pthread_mutex_lock(&proxy->wake_lock);
+    if (__atomic_load_n(&waiter->sleeping, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&waiter->sleeping, 0, __ATOMIC_RELAXED);
+        pthread_cond_signal(&proxy->wake_cond);
+    }
     pthread_mutex_unlock(&proxy->wake_lock);
 }
 
@@ -563,11 +669,13 @@ static void *gpuic_proxy_main(void *arg)
 
     while (!__atomic_load_n(&proxy->stop, __ATOMIC_ACQUIRE)) {
         unsigned work;
-        int outstanding;
+        int outstanding, may_sleep = 0;
 
         if (__atomic_load_n(&proxy->pause_requests, __ATOMIC_ACQUIRE)) {
-            /* let a pauser take ctx_lock: mutexes are not fair */
-            gpuic_proxy_sleep(proxy, 50000);
+            /* let a pauser take ctx_lock (mutexes are not fair); resume wakes us */
+            if (gpuic_proxy_sleep_prepare(proxy, 1)) {
+                gpuic_proxy_sleep(proxy, 50000);
+            }
             continue;
         }
         pthread_mutex_lock(&proxy->ctx_lock);
@@ -581,21 +689,31 @@ static void *gpuic_proxy_main(void *arg)
         }
         gpuic_proxy_retire(proxy);
         outstanding = proxy->fifo_head != NULL;
+        if (work == 0 && !outstanding && idle >= proxy->params.spin_rounds) {
+            may_sleep = gpuic_proxy_sleep_prepare(proxy, 0);
+            if (!may_sleep) {
+                work = 1; /* a WQE or a request arrived just now */
+            }
+        }
         pthread_mutex_unlock(&proxy->ctx_lock);
 
         if (work != 0) {
             idle = 0;
             sleep_ns = 1000;
-        } else if (outstanding || idle < proxy->params.spin_rounds) {
+        } else if (!may_sleep) {
             /* UCX has work in flight, or the burst may not be over: keep polling, but let
              * a producer on the same core run */
             gpuic_context_wait_idle(proxy->params.ctx, ++idle);
         } else {
             idle++;
-            __atomic_fetch_add(&proxy->stat_sleeps, 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&proxy->stat_sleeps,
+                             __atomic_load_n(&proxy->stat_sleeps, __ATOMIC_RELAXED) + 1,
+                             __ATOMIC_RELAXED);
             gpuic_proxy_sleep(proxy, sleep_ns);
-            if (sleep_ns < (uint64_t)proxy->params.max_sleep_us * 1000) {
-                sleep_ns *= 2;
+            /* doubling, but never past the longest pause: device producers wait that long */
+            sleep_ns *= 2;
+            if (sleep_ns > (uint64_t)proxy->params.max_sleep_us * 1000) {
+                sleep_ns = (uint64_t)proxy->params.max_sleep_us * 1000;
             }
         }
     }
@@ -609,16 +727,20 @@ static void *gpuic_proxy_main(void *arg)
 
 gpuic_status_t gpuic_proxy_create(const gpuic_proxy_params_t *params, gpuic_proxy_t **proxy_p)
 {
+    pthread_condattr_t cattr;
     gpuic_proxy_t *proxy;
 
     if (params == NULL || params->ctx == NULL) {
         return GPUIC_ERR_INVALID_PARAM;
     }
-    proxy = calloc(1, sizeof(*proxy));
+    proxy = gpuic_mem_aligned(64, sizeof(*proxy));
     if (proxy == NULL) {
         return GPUIC_ERR_NO_MEMORY;
     }
+    memset(proxy, 0, sizeof(*proxy));
     proxy->params = *params;
+    proxy->waiter.wake = gpuic_proxy_waiter_wake;
+    proxy->waiter.producer_fence = !gpuic_proxy_membarrier_register();
     if (proxy->params.spin_rounds == 0) {
         proxy->params.spin_rounds = GPUIC_PROXY_DEFAULT_SPIN_ROUNDS;
     }
@@ -630,7 +752,11 @@ gpuic_status_t gpuic_proxy_create(const gpuic_proxy_params_t *params, gpuic_prox
     }
     pthread_mutex_init(&proxy->ctx_lock, NULL);
     pthread_mutex_init(&proxy->wake_lock, NULL);
-    pthread_cond_init(&proxy->wake_cond, NULL);
+    /* sleeps are timed on the monotonic clock: a wall-clock step must not stretch one */
+    pthread_condattr_init(&cattr);
+    pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+    pthread_cond_init(&proxy->wake_cond, &cattr);
+    pthread_condattr_destroy(&cattr);
     *proxy_p = proxy;
     return GPUIC_OK;
 }
@@ -657,11 +783,13 @@ void gpuic_proxy_destroy(gpuic_proxy_t *proxy)
         return;
     }
     if (proxy->started) {
-        __atomic_store_n(&proxy->stop, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&proxy->stop, 1, __ATOMIC_SEQ_CST);
         gpuic_proxy_wake(proxy);
         pthread_join(proxy->thread, NULL);
     }
     for (unsigned i = 0; i < proxy->nqueues; ++i) {
+        /* the ring may outlive the proxy: its commits must not call into freed memory */
+        gpuic_ring_set_waiter(proxy->queues[i].q.ring, NULL);
         free(proxy->queues[i].tally_stamp);
         free(proxy->queues[i].tally_index);
     }
@@ -691,6 +819,12 @@ gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *
     proxy->queues = queues;
     a = &queues[proxy->nqueues];
     a->q = *queue;
+    /* a quarter of the ring keeps producers going while the proxy reads; 64 slots already
+     * make the consumer index's line transfer cheap per WQE */
+    a->release_batch = queue->ring->size / 4 < 64 ? queue->ring->size / 4 : 64;
+    if (a->release_batch == 0) {
+        a->release_batch = 1;
+    }
     a->tally_stamp = calloc(queue->cmpl->ntargets, sizeof(*a->tally_stamp));
     a->tally_index = calloc(queue->cmpl->ntargets, sizeof(*a->tally_index));
     if (a->tally_stamp == NULL || a->tally_index == NULL) {
@@ -700,11 +834,13 @@ gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *
         goto out_resume;
     }
     proxy->nqueues++;
+    gpuic_ring_set_waiter(queue->ring, &proxy->waiter);
     if (!proxy->started) {
         rc = pthread_create(&proxy->thread, NULL, gpuic_proxy_main, proxy);
         if (rc != 0) {
             gpuic_log(GPUIC_LOG_ERROR, "proxy: cannot start its thread: %s", strerror(rc));
             proxy->nqueues--;
+            gpuic_ring_set_waiter(queue->ring, NULL);
             free(a->tally_stamp);
             free(a->tally_index);
             status = GPUIC_ERR_TRANSPORT;
@@ -728,6 +864,7 @@ gpuic_status_t gpuic_proxy_remove(gpuic_proxy_t *proxy, gpuic_ring_t *ring)
         }
         /* complete what was consumed: its rounds point into this queue's window */
         gpuic_proxy_drain_locked(proxy);
+        gpuic_ring_set_waiter(ring, NULL);
         free(proxy->queues[i].tally_stamp);
         free(proxy->queues[i].tally_index);
         proxy->queues[i] = proxy->queues[--proxy->nqueues];
@@ -740,7 +877,7 @@ gpuic_status_t gpuic_proxy_remove(gpuic_proxy_t *proxy, gpuic_ring_t *ring)
 
 void gpuic_proxy_pause(gpuic_proxy_t *proxy)
 {
-    __atomic_fetch_add(&proxy->pause_requests, 1, __ATOMIC_ACQ_REL);
+    __atomic_fetch_add(&proxy->pause_requests, 1, __ATOMIC_SEQ_CST);
     gpuic_proxy_wake(proxy);
     pthread_mutex_lock(&proxy->ctx_lock);
 }
@@ -748,18 +885,17 @@ void gpuic_proxy_pause(gpuic_proxy_t *proxy)
 void gpuic_proxy_resume(gpuic_proxy_t *proxy)
 {
     pthread_mutex_unlock(&proxy->ctx_lock);
-    __atomic_fetch_sub(&proxy->pause_requests, 1, __ATOMIC_ACQ_REL);
+    __atomic_fetch_sub(&proxy->pause_requests, 1, __ATOMIC_SEQ_CST);
     gpuic_proxy_wake(proxy);
 }
 
 void gpuic_proxy_wake(gpuic_proxy_t *proxy)
 {
-    if (!__atomic_load_n(&proxy->sleeping, __ATOMIC_SEQ_CST)) {
-        return;
+    /* pairs with the fence in gpuic_proxy_sleep_prepare(), like a commit's */
+    gpuic_fence_doorbell_to_waiter();
+    if (__atomic_load_n(&proxy->waiter.sleeping, __ATOMIC_RELAXED)) {
+        gpuic_proxy_waiter_wake(&proxy->waiter);
     }
-    pthread_mutex_lock(&proxy->wake_lock);
-    pthread_cond_signal(&proxy->wake_cond);
-    pthread_mutex_unlock(&proxy->wake_lock);
 }
 
 void gpuic_proxy_stats(gpuic_proxy_t *proxy, gpuic_proxy_stats_t *stats)

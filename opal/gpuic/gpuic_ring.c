@@ -60,14 +60,20 @@ static uint64_t gpuic_ring_slot_marker(const gpuic_ring_t *ring, uint64_t seq)
 
 unsigned gpuic_ring_peek(gpuic_ring_t *ring, gpuic_wqe_t *wqe, uint64_t *seq_p)
 {
-    /* Only the consumer writes the consumer index, so a relaxed read of it is exact. */
-    uint64_t seq = gpuic_atomic_load_relaxed_u64(&ring->consumer);
-    uint64_t published = gpuic_atomic_load_acquire_u64(&ring->doorbell);
+    return gpuic_ring_peek_below(ring, gpuic_atomic_load_acquire_u64(&ring->doorbell), wqe,
+                                 seq_p);
+}
+
+unsigned gpuic_ring_peek_below(gpuic_ring_t *ring, uint64_t published, gpuic_wqe_t *wqe,
+                               uint64_t *seq_p)
+{
+    /* Only the consumer writes the read index, so a relaxed read of it is exact. */
+    uint64_t seq = gpuic_atomic_load_relaxed_u64(&ring->cursor);
     const gpuic_wqe_ctrl_seg_t *ctrl = (const gpuic_wqe_ctrl_seg_t *)wqe;
     uint64_t marker;
     unsigned nbb, ds;
 
-    if (published == seq) {
+    if ((int64_t)(published - seq) <= 0) {
         return 0;
     }
     marker = gpuic_ring_slot_marker(ring, seq);
@@ -106,10 +112,8 @@ unsigned gpuic_ring_peek(gpuic_ring_t *ring, gpuic_wqe_t *wqe, uint64_t *seq_p)
 
 void gpuic_ring_consume(gpuic_ring_t *ring, unsigned nbb)
 {
-    uint64_t seq = gpuic_atomic_load_relaxed_u64(&ring->consumer);
-
-    gpuic_fence_slots_to_producer();
-    gpuic_atomic_store_release_u64(&ring->consumer, seq + nbb);
+    gpuic_ring_take(ring, nbb);
+    gpuic_ring_release(ring);
 }
 
 uint64_t gpuic_ring_doorbell(const gpuic_ring_t *ring)
@@ -120,4 +124,9 @@ uint64_t gpuic_ring_doorbell(const gpuic_ring_t *ring)
 uint64_t gpuic_ring_consumer_index(const gpuic_ring_t *ring)
 {
     return gpuic_atomic_load_relaxed_u64(&ring->consumer);
+}
+
+void gpuic_ring_set_waiter(gpuic_ring_t *ring, gpuic_ring_waiter_t *waiter)
+{
+    __atomic_store_n(&ring->waiter, waiter, __ATOMIC_RELEASE);
 }

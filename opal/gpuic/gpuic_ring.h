@@ -18,7 +18,16 @@
  *  4. abandon: a producer that reserved slots and cannot fill them commits them as NOPs; the
  *     consumer skips NOPs, so an abandoned batch never leaves a hole that stalls the ring.
  *  5. consume: the consumer copies a published WQE out (so validation runs on a private copy
- *     the producer cannot change), then advances the consumer index to free its slots.
+ *     the producer cannot change), then advances the consumer index to free its slots.  A
+ *     consumer draining a batch bounds its reads by one doorbell sample and frees the slots
+ *     it has read a batch at a time (gpuic_ring_peek_below(), gpuic_ring_take(),
+ *     gpuic_ring_release()): the doorbell and the consumer index are the two lines producers
+ *     and consumer both touch, and touching them once per WQE costs a cache-line transfer
+ *     each time.
+ *  6. notify: a consumer that sleeps when idle registers a waiter (gpuic_ring_waiter_t); a
+ *     host producer's commit checks it after the doorbell store and wakes a sleeping
+ *     consumer.  Device producers do not (they cannot call into the host): such a consumer
+ *     must bound its sleeps.
  *
  * The structure and the producer side are inline and device-callable: a GPU producer runs the
  * same code against a ring in GPU-mapped host memory.  The consumer side is host code.
@@ -42,6 +51,23 @@ typedef struct gpuic_ring_slot {
 } __attribute__((aligned(GPUIC_WQE_BB_SIZE))) gpuic_ring_slot_t;
 
 /**
+ * How a consumer that sleeps when idle is woken by host producers.  The consumer sets
+ * @c sleeping, then orders that store before its last look at the doorbells; a host producer
+ * stores its doorbell, then looks at @c sleeping and calls @c wake if it is set.  Store-load
+ * ordering on both sides makes one of them see the other's store, so a host producer's WQE
+ * never waits for the end of a pause.  The consumer may order both sides at once (Linux
+ * membarrier, at each sleep): producers then need only a compiler barrier.  Where it cannot,
+ * it sets @c producer_fence and every host commit pays a store-load fence
+ * (gpuic_fence_doorbell_to_waiter()), which waits for the commit's slot stores to leave the
+ * core and would cost a fast producer a third of its time.
+ */
+typedef struct gpuic_ring_waiter {
+    uint32_t sleeping;                               /**< non-zero while the consumer sleeps */
+    uint32_t producer_fence;                         /**< producers must fence (see above) */
+    void (*wake)(struct gpuic_ring_waiter *waiter);  /**< ends the sleep (host code) */
+} gpuic_ring_waiter_t;
+
+/**
  * A send queue.  The three counters are 64-bit sequence numbers that never wrap in practice;
  * slot i of the ring holds sequence numbers congruent to i modulo size.  Each counter has its
  * own cache line because different parties write them.
@@ -53,6 +79,10 @@ typedef struct gpuic_ring {
     uint64_t doorbell __attribute__((aligned(64)));
     /** Consumer index: every slot below it is free again (the consumer). */
     uint64_t consumer __attribute__((aligned(64)));
+    /** Read index: every slot below it has been read; slots from the consumer index up to it
+     *  are still owned by the consumer (the consumer only; apart from the consumer index so
+     *  that reading a WQE does not take that line away from producers). */
+    uint64_t cursor __attribute__((aligned(64)));
     /** size slots of WQE basic blocks. */
     gpuic_ring_slot_t *slots __attribute__((aligned(64)));
     /** Per-slot valid marker: ((sequence number + 1) << 1) | continuation, of the BB last
@@ -61,6 +91,8 @@ typedef struct gpuic_ring {
     uint32_t size; /**< slots, a power of two */
     uint32_t mask; /**< size - 1 */
     uint32_t id;   /**< ring number reported in CQEs */
+    /** Consumer to wake after a host commit, or NULL (gpuic_ring_set_waiter()). */
+    gpuic_ring_waiter_t *waiter;
 } gpuic_ring_t;
 
 /**
@@ -140,9 +172,36 @@ static inline GPUIC_HOST_DEVICE void gpuic_ring_write(gpuic_ring_t *ring, uint64
     }
 }
 
+#if !defined(__CUDA_ARCH__)
+/**
+ * Host producer, after a doorbell store: wakes the ring's consumer if it sleeps.  Costs two
+ * loads of a line the consumer writes only around a sleep (plus a fence where the consumer
+ * asks for one, see gpuic_ring_waiter_t).
+ */
+static inline void gpuic_ring_notify(gpuic_ring_t *ring)
+{
+    gpuic_ring_waiter_t *waiter = __atomic_load_n(&ring->waiter, __ATOMIC_ACQUIRE);
+
+    if (waiter == NULL) {
+        return;
+    }
+    if (__atomic_load_n(&waiter->producer_fence, __ATOMIC_RELAXED)) {
+        gpuic_fence_doorbell_to_waiter();
+    } else {
+        /* the consumer's barrier orders this thread too; only the compiler must keep the
+         * doorbell store before the load */
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    }
+    if (__atomic_load_n(&waiter->sleeping, __ATOMIC_RELAXED)) {
+        waiter->wake(waiter);
+    }
+}
+#endif
+
 /**
  * Publishes the @p n slots reserved at @p start (all written): waits until every earlier
- * reservation is published, then advances the doorbell record past them.
+ * reservation is published, then advances the doorbell record past them.  On the host it
+ * then wakes a sleeping consumer (gpuic_ring_notify()).
  */
 static inline GPUIC_HOST_DEVICE void gpuic_ring_commit(gpuic_ring_t *ring, uint64_t start,
                                                        unsigned n)
@@ -154,6 +213,9 @@ static inline GPUIC_HOST_DEVICE void gpuic_ring_commit(gpuic_ring_t *ring, uint6
         gpuic_cpu_relax(++spins);
     }
     gpuic_atomic_store_release_u64(&ring->doorbell, start + n);
+#if !defined(__CUDA_ARCH__)
+    gpuic_ring_notify(ring);
+#endif
 }
 
 /**
@@ -178,23 +240,63 @@ static inline GPUIC_HOST_DEVICE void gpuic_ring_abandon(gpuic_ring_t *ring, uint
 }
 
 /**
- * Consumer: copies the next published WQE into @p wqe and returns its size in basic blocks
- * (0 when nothing is published).  *seq_p receives its first sequence number.  The WQE's DS
- * decides its size, bounded by GPUIC_WQE_MAX_BB, by what is published and by the next head
- * marker, so a malformed WQE costs at most its own slots (it then decodes as truncated).  A
- * stray continuation slot is returned as one BB with an invalid opcode.  The slots stay
- * owned until gpuic_ring_consume().
+ * Consumer: copies the next published WQE (at the read index) into @p wqe and returns its
+ * size in basic blocks (0 when nothing is published).  *seq_p receives its first sequence
+ * number.  The WQE's DS decides its size, bounded by GPUIC_WQE_MAX_BB, by what is published
+ * and by the next head marker, so a malformed WQE costs at most its own slots (it then decodes
+ * as truncated).  A stray continuation slot is returned as one BB with an invalid opcode.
+ * The slots stay owned until gpuic_ring_consume() (or gpuic_ring_take() and
+ * gpuic_ring_release()).
  */
 unsigned gpuic_ring_peek(gpuic_ring_t *ring, gpuic_wqe_t *wqe, uint64_t *seq_p);
 
-/** Consumer: frees the @p nbb slots returned by the last gpuic_ring_peek(). */
+/**
+ * Consumer: gpuic_ring_peek() bounded by @p limit, a doorbell value read earlier with
+ * gpuic_ring_doorbell(), instead of the doorbell now; a batch reads the doorbell once.
+ */
+unsigned gpuic_ring_peek_below(gpuic_ring_t *ring, uint64_t limit, gpuic_wqe_t *wqe,
+                               uint64_t *seq_p);
+
+/**
+ * Consumer: moves the read index past the @p nbb slots the last peek returned.  They stay
+ * owned (producers cannot reuse them) until gpuic_ring_release().
+ */
+static inline void gpuic_ring_take(gpuic_ring_t *ring, unsigned nbb)
+{
+    /* only the consumer writes the read index: a plain read-modify-write is exact */
+    __atomic_store_n(&ring->cursor, __atomic_load_n(&ring->cursor, __ATOMIC_RELAXED) + nbb,
+                     __ATOMIC_RELAXED);
+}
+
+/** Consumer: frees every slot taken so far (one store producers see). */
+static inline void gpuic_ring_release(gpuic_ring_t *ring)
+{
+    gpuic_fence_slots_to_producer();
+    gpuic_atomic_store_release_u64(&ring->consumer,
+                                   __atomic_load_n(&ring->cursor, __ATOMIC_RELAXED));
+}
+
+/** Consumer: frees the @p nbb slots returned by the last peek (take, then release). */
 void gpuic_ring_consume(gpuic_ring_t *ring, unsigned nbb);
 
 /** Consumer: the doorbell record now (every slot below it is published). */
 uint64_t gpuic_ring_doorbell(const gpuic_ring_t *ring);
 
-/** Consumer: the consumer index (the next sequence number gpuic_ring_peek() returns). */
+/** Consumer: the consumer index (every slot below it is free for producers again). */
 uint64_t gpuic_ring_consumer_index(const gpuic_ring_t *ring);
+
+/** Consumer: the read index (the next sequence number a peek returns). */
+static inline uint64_t gpuic_ring_read_index(const gpuic_ring_t *ring)
+{
+    return __atomic_load_n(&ring->cursor, __ATOMIC_RELAXED);
+}
+
+/**
+ * Consumer: registers @p waiter (or NULL) as the one host producers wake after a commit.
+ * Producers already running may miss the change for a while; a consumer must not depend on
+ * every commit waking it (device producers never do).
+ */
+void gpuic_ring_set_waiter(gpuic_ring_t *ring, gpuic_ring_waiter_t *waiter);
 
 #ifdef __cplusplus
 }

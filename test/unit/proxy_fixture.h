@@ -116,7 +116,8 @@ static inline void fixture_destroy(fixture_t *f)
     gpuic_context_destroy(f->ctx);
 }
 
-/* Posts one WQE of nbb blocks on ring for target t: count, write, commit, wake. */
+/* Posts one WQE of nbb blocks on ring for target t: count, write, commit (which wakes the
+ * proxy if it sleeps). */
 static inline void fixture_post(fixture_t *f, gpuic_ring_t *ring, gpuic_wqe_t *w,
                                 unsigned nbb, unsigned t, unsigned *full)
 {
@@ -136,7 +137,6 @@ static inline void fixture_post(fixture_t *f, gpuic_ring_t *ring, gpuic_wqe_t *w
     gpuic_cmpl_post(f->cmpl, t, 1);
     gpuic_ring_write(ring, seq, w, nbb);
     gpuic_ring_commit(ring, seq, nbb);
-    gpuic_proxy_wake(f->proxy);
 }
 
 #endif

@@ -1,8 +1,10 @@
 /*
  * The send-queue ring: wrap-around, full-ring back-pressure, multi-slot reservations, two-BB
- * WQEs across the ring's end, abandoned batches (NOPs, no hole), and many producer threads
- * against one consumer thread on a small ring: every WQE arrives exactly once, intact, and in
- * each producer's order.
+ * WQEs across the ring's end, abandoned batches (NOPs, no hole), batched freeing (slots read
+ * but not released stay unavailable to producers; a read bounded by a doorbell sample stops
+ * there), waking a sleeping consumer from a host commit, and many producer threads against
+ * one consumer thread on a small ring, freeing slots in batches: every WQE arrives exactly
+ * once, intact, and in each producer's order.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -151,6 +153,101 @@ static void test_single_thread(void)
     gpuic_ring_destroy(ring);
 }
 
+/* Posts one 8-byte inline put tagged n (one BB). */
+static void post_small(gpuic_ring_t *ring, uint32_t n)
+{
+    gpuic_wqe_t w;
+    uint64_t start;
+
+    build_small(&w, n);
+    CHECK(gpuic_ring_reserve(ring, 1, &start) == GPUIC_OK);
+    gpuic_ring_write(ring, start, &w, 1);
+    gpuic_ring_commit(ring, start, 1);
+}
+
+static void test_batched_release(void)
+{
+    gpuic_ring_t *ring;
+    gpuic_wqe_t out;
+    gpuic_wqe_desc_t d;
+    uint64_t seq, limit, s2;
+
+    CHECK(gpuic_ring_create(4, 3, &ring) == GPUIC_OK);
+    for (uint32_t n = 0; n < 3; ++n) {
+        post_small(ring, n);
+    }
+    limit = gpuic_ring_doorbell(ring);
+    post_small(ring, 3); /* published after the sample: not part of this batch */
+    for (uint32_t n = 0; n < 3; ++n) {
+        CHECK(gpuic_ring_peek_below(ring, limit, &out, &seq) == 1 && seq == n);
+        CHECK(gpuic_wqe_decode(&out, 1, &d) == GPUIC_OK && d.rkey == n);
+        gpuic_ring_take(ring, 1);
+        CHECK(gpuic_ring_read_index(ring) == n + 1);
+    }
+    CHECK(gpuic_ring_peek_below(ring, limit, &out, &seq) == 0);
+    /* read, not released: producers still see a full ring, and nothing was overwritten */
+    CHECK(gpuic_ring_consumer_index(ring) == 0);
+    CHECK(gpuic_ring_reserve(ring, 1, &s2) == GPUIC_ERR_NO_RESOURCE);
+    gpuic_ring_release(ring);
+    CHECK(gpuic_ring_consumer_index(ring) == 3);
+    CHECK(gpuic_ring_reserve(ring, 3, &s2) == GPUIC_OK && s2 == 4);
+    gpuic_ring_abandon(ring, s2, 3);
+    /* the unbounded peek sees the WQE published after the sample, then the NOPs */
+    CHECK(gpuic_ring_peek(ring, &out, &seq) == 1 && seq == 3);
+    CHECK(gpuic_wqe_decode(&out, 1, &d) == GPUIC_OK && d.rkey == 3);
+    gpuic_ring_consume(ring, 1);
+    CHECK(gpuic_ring_consumer_index(ring) == 4 && gpuic_ring_read_index(ring) == 4);
+    for (unsigned i = 0; i < 3; ++i) {
+        CHECK(gpuic_ring_peek(ring, &out, &seq) == 1);
+        gpuic_ring_take(ring, 1);
+    }
+    gpuic_ring_release(ring);
+    CHECK(gpuic_ring_peek(ring, &out, &seq) == 0);
+    CHECK(gpuic_ring_consumer_index(ring) == 7);
+    gpuic_ring_destroy(ring);
+}
+
+/* A consumer's waiter that counts wake-ups. */
+typedef struct {
+    gpuic_ring_waiter_t w;
+    unsigned wakes;
+} test_waiter_t;
+
+static void test_waiter_wake(gpuic_ring_waiter_t *w)
+{
+    ((test_waiter_t *)w)->wakes++;
+    __atomic_store_n(&w->sleeping, 0, __ATOMIC_RELAXED);
+}
+
+static void test_notify(void)
+{
+    gpuic_ring_t *ring;
+    test_waiter_t tw = {{0, 0, test_waiter_wake}, 0};
+    uint64_t seq;
+    gpuic_wqe_t out;
+
+    CHECK(gpuic_ring_create(8, 4, &ring) == GPUIC_OK);
+    post_small(ring, 0); /* no waiter: nothing to wake */
+    gpuic_ring_set_waiter(ring, &tw.w);
+    post_small(ring, 1); /* consumer awake: no wake-up */
+    CHECK(tw.wakes == 0);
+    for (unsigned fence = 0; fence < 2; ++fence) {
+        tw.w.producer_fence = fence;
+        tw.w.sleeping = 1;
+        post_small(ring, 2 + fence); /* every host commit wakes a sleeping consumer */
+        CHECK(tw.wakes == fence + 1 && tw.w.sleeping == 0);
+    }
+    gpuic_ring_set_waiter(ring, NULL);
+    tw.w.sleeping = 1;
+    post_small(ring, 4);
+    CHECK(tw.wakes == 2);
+    for (unsigned i = 0; i < 5; ++i) {
+        CHECK(gpuic_ring_peek(ring, &out, &seq) == 1 && seq == i);
+        gpuic_ring_consume(ring, 1);
+    }
+    gpuic_ring_destroy(ring);
+}
+
 typedef struct {
     gpuic_ring_t *ring;
     unsigned prod;
@@ -215,8 +312,11 @@ static void test_threads(void)
         args[p] = (producer_arg_t){ring, p, 0};
         CHECK(pthread_create(&th[p], NULL, producer, &args[p]) == 0);
     }
+    /* the consumer reads each batch up to one doorbell sample and frees slots three at a
+     * time, as the proxy does */
     while (delivered < (unsigned long)NPROD * PER_PROD && bad < 10) {
-        unsigned nbb = gpuic_ring_peek(ring, &out, &seq);
+        uint64_t limit = gpuic_ring_doorbell(ring);
+        unsigned nbb = gpuic_ring_peek_below(ring, limit, &out, &seq), taken = 0;
 
         if (nbb == 0) {
             if (++idle % 64 == 0) {
@@ -224,23 +324,30 @@ static void test_threads(void)
             }
             continue;
         }
-        if (gpuic_wqe_decode(&out, nbb, &d) != GPUIC_OK || d.wqe_index != (uint16_t)seq) {
-            bad++;
-        } else if (d.opcode == GPUIC_WQE_OP_NOP) {
-            nops++;
-        } else if (d.raddr >= NPROD || d.rkey != next[d.raddr]) {
-            bad++; /* lost, duplicated or reordered */
-        } else {
-            for (uint32_t i = 0; i < d.len; ++i) {
-                if (d.inline_data[i] != payload_byte((unsigned)d.raddr, d.rkey, i)) {
-                    bad++;
-                    break;
+        for (; nbb != 0; nbb = gpuic_ring_peek_below(ring, limit, &out, &seq)) {
+            if (gpuic_wqe_decode(&out, nbb, &d) != GPUIC_OK || d.wqe_index != (uint16_t)seq) {
+                bad++;
+            } else if (d.opcode == GPUIC_WQE_OP_NOP) {
+                nops++;
+            } else if (d.raddr >= NPROD || d.rkey != next[d.raddr]) {
+                bad++; /* lost, duplicated or reordered */
+            } else {
+                for (uint32_t i = 0; i < d.len; ++i) {
+                    if (d.inline_data[i] != payload_byte((unsigned)d.raddr, d.rkey, i)) {
+                        bad++;
+                        break;
+                    }
                 }
+                next[d.raddr]++;
+                delivered++;
             }
-            next[d.raddr]++;
-            delivered++;
+            gpuic_ring_take(ring, nbb);
+            if ((taken += nbb) >= 3) {
+                gpuic_ring_release(ring);
+                taken = 0;
+            }
         }
-        gpuic_ring_consume(ring, nbb);
+        gpuic_ring_release(ring);
     }
     for (unsigned p = 0; p < NPROD; ++p) {
         pthread_join(th[p], NULL);
@@ -261,6 +368,8 @@ static void test_threads(void)
 int main(void)
 {
     test_single_thread();
+    test_batched_release();
+    test_notify();
     test_threads();
     return unit_test_result("test_ring");
 }
