@@ -157,7 +157,7 @@ static void test_single_thread(void)
 static void post_small(gpuic_ring_t *ring, uint32_t n)
 {
     gpuic_wqe_t w;
-    uint64_t start;
+    uint64_t start = 0;
 
     build_small(&w, n);
     CHECK(gpuic_ring_reserve(ring, 1, &start) == GPUIC_OK);
