@@ -5,7 +5,8 @@
 # Usage: test/run-tests.sh [REGEX]   (only tests whose name matches REGEX, e.g. "unit/|accumulate")
 #
 # Environment: GPUIC_BUILD_DIR (default _build), GPUIC_TEST_KINDS (default "unit mpi device"),
-# GPUIC_TEST_LABEL (prefix for test names, e.g. "asan"), GPUIC_TEST_SUMMARY (a file to which
+# GPUIC_TEST_LABEL (prefix for test names, e.g. "asan"), GPUIC_TEST_TIMEOUT (seconds per MPI or
+# device test, default 300), GPUIC_TEST_SUMMARY (a file to which
 # "passed failed skipped" is appended, for a caller that adds several runs up).
 #
 # Test lists: test/unit/testlist   "program [timeout]"  (or a script under test/, e.g. fuzz/run-fuzz.sh)
@@ -58,7 +59,7 @@ run_list() { # kind list
         if [ "$kind" = unit ]; then
             name="unit/$prog"; t=${arg1:-120}
         else
-            np=$arg1; name="$kind/$prog.np$np${rest:+ $rest}"; t=300
+            np=$arg1; name="$kind/$prog.np$np${rest:+ $rest}"; t=${GPUIC_TEST_TIMEOUT:-300}
         fi
         [ -n "$pattern" ] && ! [[ $name =~ $pattern ]] && continue
         [ -n "${GPUIC_TEST_LABEL:-}" ] && name="$GPUIC_TEST_LABEL:$name"
