@@ -1,28 +1,40 @@
 #!/bin/bash
 # Starts or stops a CUDA MPS daemon for running several ranks on one GPU (without MPS their
 # kernels are time-sliced and a cross-process spin-wait takes milliseconds).
-#   eval "$(contrib/mps.sh start)"   # prints the exports to use; starts MPS only when there is
-#                                     # exactly one GPU and no daemon runs already
-#   contrib/mps.sh stop              # stops the daemon this script started
+#   eval "$(contrib/mps.sh start)"   # prints the exports to use; starts MPS when there is
+#                                     # exactly one GPU and no daemon of ours runs yet
+#   contrib/mps.sh stop              # stops the daemon this script started, and waits for it
 set -u
 pipe=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/gpuic-mps}
 logd=${CUDA_MPS_LOG_DIRECTORY:-/tmp/gpuic-mps-log}
+exports="export CUDA_MPS_PIPE_DIRECTORY=$pipe CUDA_MPS_LOG_DIRECTORY=$logd"
+
+wait_gone() {
+    for _ in $(seq 50); do
+        pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1 || return 0
+        sleep 0.1
+    done
+}
+
 case ${1:-} in
 start)
-    ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-    if [ "$ngpu" -ne 1 ] || pgrep -x nvidia-cuda-mps >/dev/null 2>&1 ||
-       ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+    command -v nvidia-cuda-mps-control >/dev/null 2>&1 || exit 0
+    [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -eq 1 ] || exit 0
+    if [ -f "$pipe/.started-by-gpuic" ] && pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1; then
+        echo "$exports" # ours, still running
         exit 0
     fi
+    # someone else's daemon: use it as it is (default pipe directory)
+    pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1 && exit 0
     mkdir -p "$pipe" "$logd"
     CUDA_MPS_PIPE_DIRECTORY=$pipe CUDA_MPS_LOG_DIRECTORY=$logd nvidia-cuda-mps-control -d &&
-        touch "$pipe/.started-by-gpuic" &&
-        echo "export CUDA_MPS_PIPE_DIRECTORY=$pipe CUDA_MPS_LOG_DIRECTORY=$logd"
+        touch "$pipe/.started-by-gpuic" && echo "$exports"
     ;;
 stop)
     if [ -f "$pipe/.started-by-gpuic" ]; then
         echo quit | CUDA_MPS_PIPE_DIRECTORY=$pipe nvidia-cuda-mps-control
         rm -f "$pipe/.started-by-gpuic"
+        wait_gone
     fi
     ;;
 *)

@@ -41,7 +41,10 @@ static void row(const char *component, const char *measure, size_t size, double 
 {
     if (rank != 0) return;
     printf("%-6s %-20s %10zu %12.3f %s\n", component, measure, size, value, unit);
-    if (csv) fprintf(csv, "%s,%s,%zu,%.4f,%s\n", component, measure, size, value, unit);
+    if (csv) {
+        fprintf(csv, "%s,%s,%zu,%.4f,%s\n", component, measure, size, value, unit);
+        fflush(csv); /* a run cut short keeps what it measured */
+    }
 }
 
 __device__ static inline uint64_t now_ns(void)

@@ -22,7 +22,10 @@ static void row(const char *measure, size_t size, double value, const char *unit
 {
     if (rank != 0) return;
     printf("%-6s %-20s %10zu %12.3f %s\n", "nvshmem", measure, size, value, unit);
-    if (csv) fprintf(csv, "nvshmem,%s,%zu,%.4f,%s\n", measure, size, value, unit);
+    if (csv) {
+        fprintf(csv, "nvshmem,%s,%zu,%.4f,%s\n", measure, size, value, unit);
+        fflush(csv);
+    }
 }
 
 __device__ static inline uint64_t now_ns(void)

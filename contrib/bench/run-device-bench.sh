@@ -31,6 +31,7 @@ mpirun=(mpirun -np 2 --oversubscribe --bind-to none)
 
 eval "$("$top/contrib/mps.sh" start)"
 [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mpirun+=(-x CUDA_MPS_PIPE_DIRECTORY)
+echo "MPS: ${CUDA_MPS_PIPE_DIRECTORY:-not started here}" | tee "$out/mps.txt"
 
 echo "== gpuic device API (P2P path) and floors"
 "${mpirun[@]}" --mca osc gpuic "$build/contrib/bench/device_bench" --iters "$iters" --csv "$csv"

@@ -456,7 +456,7 @@ static void test_host_calls(MPI_Win win, unsigned char *base)
     CUDA_CHECK(cudaMemcpy(dbuf, hbuf, sizeof(hbuf), cudaMemcpyHostToDevice));
     if (rank == 0) CUDA_CHECK(cudaMemset(base + 512, 0, 256));
     MPI_Win_fence(0, win);
-    CHECK(MPI_Accumulate(dbuf, 64, MPI_INT32_T, 0, 128, 64, MPI_INT32_T, MPI_SUM, win) ==
+    CHECK(MPI_Accumulate(dbuf, 64, MPI_INT32_T, 0, 512, 64, MPI_INT32_T, MPI_SUM, win) ==
           MPI_SUCCESS);
     MPI_Win_fence(0, win);
     if (rank == 0) {

@@ -26,6 +26,8 @@
  *
  * Device calls may be mixed with host MPI calls on the same window across epochs: complete the
  * kernel (stream synchronisation) before the host synchronization call that ends the epoch.
+ *
+ * Requires compute capability 7.0 or newer (acquire/release fences and loads).
  */
 #ifndef MPIX_GPUIC_DEVICE_CUH
 #define MPIX_GPUIC_DEVICE_CUH
@@ -85,15 +87,16 @@ typedef enum MPIX_Device_cmp {
 /*
  * Orders this thread's stores into a target window before its later stores (a signal word, or
  * whatever announces completion), as seen by every observer of the target: kernels of other
- * processes on the same GPU, other GPUs, host threads.  Device scope is enough when every
- * target shares our GPU (its L2 is where all of them meet), system scope otherwise.
+ * processes on the same GPU, other GPUs, host threads.  Release ordering is all a flush owes
+ * (an acquire-release fence, not a sequentially consistent one); device scope is enough when
+ * every target shares our GPU (its L2 is where all of them meet), system scope otherwise.
  */
 __device__ static inline void gpuic_dev_fence_data_to_peer(bool same_gpu)
 {
     if (same_gpu) {
-        __threadfence();
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
     } else {
-        __threadfence_system();
+        asm volatile("fence.acq_rel.sys;" ::: "memory");
     }
 }
 

@@ -100,7 +100,11 @@ typedef struct ompi_osc_gpuic_peer {
     char         *state_direct; /**< local mapping of the peer's state block, or NULL */
     int          disp_unit;    /**< the peer's displacement unit */
     int          lock_type;    /**< MPI_LOCK_* held on the peer; negated under NOCHECK; 0: none */
-    int          ucx_pending;  /**< UCX operations issued since the last flush of the peer */
+    /* UCX operations issued to the peer, and how many of them a completed flush covered: a
+     * flush with nothing new to cover costs no UCX call.  Counts, not a flag, so that a
+     * thread's flush never returns on the strength of another thread's unfinished one. */
+    uint64_t     ucx_issued;
+    uint64_t     ucx_flushed;
     gpuic_lcc_t  lcc;          /**< UCX operations to the peer not yet complete locally */
     /* dynamic windows: the peer's attached regions as last read from its table */
     ompi_osc_gpuic_region_t *dyn;
@@ -147,7 +151,8 @@ typedef struct ompi_osc_gpuic_module {
     ompi_osc_gpuic_epoch_t     epoch;
     int                        locks_held; /**< per-target locks held (EPOCH_LOCK) */
     uint64_t                   ops_since_fence; /**< RMA calls issued in this fence epoch */
-    int                        ucx_pending;     /**< UCX operations since the last flush_all */
+    uint64_t                   ucx_issued;      /**< UCX operations issued to any peer */
+    uint64_t                   ucx_flushed;     /**< ...covered by a completed flush_all */
     opal_mutex_t               dyn_lock;        /**< guards the peers' dynamic-region caches */
     /** Region arrays replaced by a refresh; kept until free so that a region found by one
      *  thread stays valid while another thread refreshes. */

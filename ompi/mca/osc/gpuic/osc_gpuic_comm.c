@@ -97,9 +97,10 @@ static int ompi_osc_gpuic_xfer(const ompi_osc_gpuic_xfer_arg_t *x, char *local, 
         }
         return OMPI_SUCCESS;
     }
-    /* Marked before issue, so that a flush that sees it clear owes nothing. */
-    __atomic_store_n(&peer->ucx_pending, 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&x->module->ucx_pending, 1, __ATOMIC_RELAXED);
+    /* Counted before issue: a flush that starts after this point sees the count and covers
+     * the operation. */
+    __atomic_fetch_add(&peer->ucx_issued, 1, __ATOMIC_ACQ_REL);
+    __atomic_fetch_add(&x->module->ucx_issued, 1, __ATOMIC_ACQ_REL);
     if (x->local_dev) {
         return ompi_osc_gpuic_error(ompi_osc_gpuic_xfer_bounced(peer, region, x->is_put, local,
                                                                 len, raddr));
@@ -116,16 +117,33 @@ static int ompi_osc_gpuic_xfer_block(char *a, char *b, size_t len, void *arg)
     return ompi_osc_gpuic_xfer(arg, a, len, (uint64_t)(uintptr_t)b);
 }
 
+/* Raises *counter to at least @p value (never lowers it: flushes may finish out of order). */
+static void ompi_osc_gpuic_counter_raise(uint64_t *counter, uint64_t value)
+{
+    uint64_t cur = __atomic_load_n(counter, __ATOMIC_ACQUIRE);
+
+    while (cur < value && !__atomic_compare_exchange_n(counter, &cur, value, false,
+                                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    }
+}
+
 int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
+    uint64_t issued;
+    gpuic_status_t status;
 
     /* Direct stores are complete once they are globally visible. */
     opal_atomic_mb();
-    if (!__atomic_exchange_n(&peer->ucx_pending, 0, __ATOMIC_ACQ_REL)) {
+    issued = __atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE);
+    if (issued == __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
         return OMPI_SUCCESS;
     }
-    return ompi_osc_gpuic_error(gpuic_ep_flush(peer->ep));
+    status = gpuic_ep_flush(peer->ep);
+    if (status == GPUIC_OK) {
+        ompi_osc_gpuic_counter_raise(&peer->ucx_flushed, issued);
+    }
+    return ompi_osc_gpuic_error(status);
 }
 
 int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target)
@@ -139,15 +157,28 @@ int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target)
 int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
 {
     int n = ompi_comm_size(module->comm), i;
+    uint64_t issued, *peer_issued;
+    gpuic_status_t status;
 
     opal_atomic_mb();
-    if (!__atomic_exchange_n(&module->ucx_pending, 0, __ATOMIC_ACQ_REL)) {
+    issued = __atomic_load_n(&module->ucx_issued, __ATOMIC_ACQUIRE);
+    if (issued == __atomic_load_n(&module->ucx_flushed, __ATOMIC_ACQUIRE)) {
         return OMPI_SUCCESS;
     }
-    for (i = 0; i < n; ++i) {
-        __atomic_store_n(&module->peers[i].ucx_pending, 0, __ATOMIC_RELAXED);
+    /* What each peer had issued before the flush is what the flush covers. */
+    peer_issued = malloc(sizeof(uint64_t) * n);
+    for (i = 0; peer_issued != NULL && i < n; ++i) {
+        peer_issued[i] = __atomic_load_n(&module->peers[i].ucx_issued, __ATOMIC_ACQUIRE);
     }
-    return ompi_osc_gpuic_error(gpuic_context_flush(mca_osc_gpuic_component.ctx));
+    status = gpuic_context_flush(mca_osc_gpuic_component.ctx);
+    if (status == GPUIC_OK) {
+        ompi_osc_gpuic_counter_raise(&module->ucx_flushed, issued);
+        for (i = 0; peer_issued != NULL && i < n; ++i) {
+            ompi_osc_gpuic_counter_raise(&module->peers[i].ucx_flushed, peer_issued[i]);
+        }
+    }
+    free(peer_issued);
+    return ompi_osc_gpuic_error(status);
 }
 
 /* Common body of put and get (and of their request-based forms). */
