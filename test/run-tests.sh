@@ -84,7 +84,8 @@ run_list() { # kind list
                   GPUIC_TEST_NP=$np timeout "$t" bash "$top/test/$kind/$prog" ) </dev/null >"$log" 2>&1; rc=$?
             elif [ -x "$build/test/$kind/$prog" ]; then
                 ( for e in $rest; do export "${e?}"; done
-                  timeout "$t" "${MPIRUN[@]}" -np "$np" "$build/test/$kind/$prog" ) </dev/null >"$log" 2>&1
+                  timeout "$t" "${MPIRUN[@]}" "${envs[@]}" -np "$np" "$build/test/$kind/$prog" ) \
+                    </dev/null >"$log" 2>&1
                 rc=$?
             else
                 # a listed test that was not built is a failure (device tests without a GPU

@@ -9,9 +9,9 @@
  *    the target window: MPI_ERR_WIN (not a valid handle), MPI_ERR_RANK (no such target),
  *    MPI_ERR_RMA_RANGE (the access leaves the target window), MPI_ERR_ARG (a misaligned
  *    atomic or signal word, an unknown op or type), MPI_ERR_UNSUPPORTED_OPERATION (the target
- *    is not reachable from device code).  The first error is also recorded in the window, and
- *    the host's next synchronization call on it (flush, unlock, fence, complete, wait)
- *    returns it.
+ *    is not reachable from device code).  The error is also recorded in the window (the first
+ *    one, or one of several failing at the same moment), and the host's next synchronization
+ *    call on it (flush, unlock, fence, complete, wait) returns it.
  *  - Puts complete at the target at the next flush (MPIX_Win_flush_device and friends), gets
  *    and fetching atomics before they return.
  *  - Variants: the plain call is made by one thread; _warp is made by all 32 lanes of a warp
@@ -112,10 +112,20 @@ __device__ static inline uint64_t gpuic_dev_load_acquire_signal(const uint64_t *
     return v;
 }
 
-/* Records the first error of the window for the host, and returns it. */
+/*
+ * Records an error of the window for the host, and returns it.  The word is pinned host
+ * memory, where device atomics are not allowed on PCIe-attached GPUs: a plain store of the
+ * class when the word is clear (concurrent failures keep one of them), made visible to the
+ * host by a system-scope fence.
+ */
 __device__ static inline int gpuic_dev_fail(MPIX_Win_device win, int cls)
 {
-    atomicCAS_system(win->error_word, 0u, (unsigned int)cls);
+    volatile uint32_t *word = win->error_word;
+
+    if (*word == 0u) {
+        *word = (uint32_t)cls;
+        asm volatile("fence.acq_rel.sys;" ::: "memory");
+    }
     return cls;
 }
 

@@ -43,8 +43,9 @@ typedef struct MPIX_Gpuic_device_win {
     uint64_t magic;       /**< MPIX_GPUIC_DEVICE_MAGIC while the handle is valid */
     int32_t  rank;        /**< the calling process's rank in the window */
     int32_t  nranks;      /**< processes in the window */
-    /** First error a device call met (an MPI error class), 0 when none: host memory mapped
-     *  into the device; the host reports it at its next synchronization call. */
+    /** An error a device call met (an MPI error class), 0 when none: pinned host memory
+     *  mapped into the device (plain stores, no atomics); the host reports it at its next
+     *  synchronization call and clears it. */
     uint32_t *error_word;
     uint32_t flags;       /**< MPIX_GPUIC_DEVICE_WIN_* */
     uint32_t reserved;

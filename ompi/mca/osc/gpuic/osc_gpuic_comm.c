@@ -97,17 +97,17 @@ static int ompi_osc_gpuic_xfer(const ompi_osc_gpuic_xfer_arg_t *x, char *local, 
         }
         return OMPI_SUCCESS;
     }
-    /* Counted before issue: a flush that starts after this point sees the count and covers
-     * the operation. */
+    if (x->local_dev) {
+        status = ompi_osc_gpuic_xfer_bounced(peer, region, x->is_put, local, len, raddr);
+    } else {
+        status = x->is_put
+                     ? gpuic_rma_put_lcc(peer->ep, local, len, raddr, region->rkey, &peer->lcc)
+                     : gpuic_rma_get_lcc(peer->ep, local, len, raddr, region->rkey, &peer->lcc);
+    }
+    /* Counted after issue: a flush that sees the count was issued after the operation, so it
+     * covers it (counting first would let another thread's flush claim it too early). */
     __atomic_fetch_add(&peer->ucx_issued, 1, __ATOMIC_ACQ_REL);
     __atomic_fetch_add(&x->module->ucx_issued, 1, __ATOMIC_ACQ_REL);
-    if (x->local_dev) {
-        return ompi_osc_gpuic_error(ompi_osc_gpuic_xfer_bounced(peer, region, x->is_put, local,
-                                                                len, raddr));
-    }
-    status = x->is_put ? gpuic_rma_put_lcc(peer->ep, local, len, raddr, region->rkey, &peer->lcc)
-                       : gpuic_rma_get_lcc(peer->ep, local, len, raddr, region->rkey,
-                                           &peer->lcc);
     return ompi_osc_gpuic_error(status);
 }
 
