@@ -1,7 +1,8 @@
 /*
  * nvshmem_bench: the NVSHMEM peer of device_bench, same measures, same output format, so the
  * two run side by side (contrib/bench/run-device-bench.sh).  Two PEs bootstrapped over MPI.
- * Built only where NVSHMEM is installed:
+ * Built only where NVSHMEM is installed (-DNVSHMEM_BENCH_NO_ATOMICS leaves the fetch-add row
+ * out, for installs whose device library lacks the typed atomics):
  *   nvcc -arch=sm_90 -rdc=true -I$NVSHMEM/include nvshmem_bench.cu -L$NVSHMEM/lib \
  *        -lnvshmem_host -lnvshmem_device -lcuda $(mpicc --showme:link)
  */
@@ -60,9 +61,11 @@ __global__ void k_fadd(int64_t *counter, int peer, int iters, int64_t *out, uint
 {
     uint64_t t0 = now_ns();
     int64_t acc = 0;
+#ifndef NVSHMEM_BENCH_NO_ATOMICS
     for (int i = 0; i < iters; ++i) {
         acc += nvshmem_int64_atomic_fetch_add(counter, 1, peer);
     }
+#endif
     *ns = now_ns() - t0;
     *out = acc;
 }
@@ -156,8 +159,10 @@ int main(int argc, char **argv)
         row("put_flush", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
         k_get<<<1, 1>>>(sym, peer, iters, d_out, d_ns);
         row("get", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+#ifndef NVSHMEM_BENCH_NO_ATOMICS
         k_fadd<<<1, 1>>>(counter, peer, iters, (int64_t *)d_out, d_ns);
         row("fetch_add", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+#endif
     }
     nvshmem_barrier_all();
     k_pingpong<<<1, 1>>>(sym + (15u << 20), sig, rank, iters, d_src, d_ns);

@@ -43,10 +43,14 @@ fi
 if [ -n "$nv" ] && [ -f "$nv/include/nvshmem.h" ]; then
     echo "== NVSHMEM ($nv)"
     [ -e "$nv/lib/libnvshmem_host.so" ] || ln -sf "$(ls "$nv"/lib/libnvshmem_host.so.* | head -1)" "$out/libnvshmem_host.so"
-    nvcc -arch=sm_90 -O2 -rdc=true -DOMPI_SKIP_MPICXX -I"$nv/include" $(mpicc --showme:compile) \
-        "$top/contrib/bench/nvshmem_bench.cu" -o "$out/nvshmem_bench" -L"$out" -L"$nv/lib" \
-        -lnvshmem_host -lnvshmem_device -lcuda $(mpicc --showme:link) \
-        -Xlinker -rpath -Xlinker "$nv/lib" >"$out/nvshmem_build.log" 2>&1 &&
+    nvbuild() {
+        nvcc -arch=sm_90 -O2 -rdc=true -DOMPI_SKIP_MPICXX -I"$nv/include" $(mpicc --showme:compile) \
+            "$@" "$top/contrib/bench/nvshmem_bench.cu" -o "$out/nvshmem_bench" -L"$out" -L"$nv/lib" \
+            -lnvshmem_host -lnvshmem_device -lcuda $(mpicc --showme:link) \
+            -Xlinker -rpath -Xlinker "$nv/lib" >>"$out/nvshmem_build.log" 2>&1
+    }
+    { nvbuild || { echo "retrying without the typed atomics" >>"$out/nvshmem_build.log";
+                   nvbuild -DNVSHMEM_BENCH_NO_ATOMICS; }; } &&
     NVSHMEM_REMOTE_TRANSPORT=none NVSHMEM_DISABLE_NVLS=1 LD_LIBRARY_PATH="$nv/lib:${LD_LIBRARY_PATH:-}" \
         "${mpirun[@]}" -x NVSHMEM_REMOTE_TRANSPORT -x NVSHMEM_DISABLE_NVLS -x LD_LIBRARY_PATH \
         "$out/nvshmem_bench" --iters "$iters" --csv "$csv" ||

@@ -24,6 +24,8 @@ typedef struct gpuic_cuda_api {
     CUresult (*ctx_synchronize)(void);
     CUresult (*ctx_get_device)(CUdevice *);
     CUresult (*pointer_get_attribute)(void *, CUpointer_attribute, CUdeviceptr);
+    CUresult (*pointer_get_attributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
+    CUresult (*stream_synchronize)(CUstream);
     CUresult (*mem_alloc)(CUdeviceptr *, size_t);
     CUresult (*mem_free)(CUdeviceptr);
     CUresult (*mem_get_address_range)(CUdeviceptr *, size_t *, CUdeviceptr);
@@ -78,6 +80,8 @@ static int gpuic_cuda_load(void)
         {"cuCtxSynchronize", (void **)&gpuic_cuda.ctx_synchronize},
         {"cuCtxGetDevice", (void **)&gpuic_cuda.ctx_get_device},
         {"cuPointerGetAttribute", (void **)&gpuic_cuda.pointer_get_attribute},
+        {"cuPointerGetAttributes", (void **)&gpuic_cuda.pointer_get_attributes},
+        {"cuStreamSynchronize", (void **)&gpuic_cuda.stream_synchronize},
         {"cuMemAlloc_v2", (void **)&gpuic_cuda.mem_alloc},
         {"cuMemFree_v2", (void **)&gpuic_cuda.mem_free},
         {"cuMemGetAddressRange_v2", (void **)&gpuic_cuda.mem_get_address_range},
@@ -166,14 +170,18 @@ int gpuic_cuda_available(void)
 
 int gpuic_cuda_is_device_ptr(const void *ptr)
 {
+    CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
     unsigned int type = 0;
+    void *data = &type;
 
     if (!gpuic_cuda_available() || ptr == NULL) {
         return 0;
     }
-    if (gpuic_cuda.pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                         (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS) {
-        return 0; /* not known to CUDA: ordinary host memory */
+    /* The plural call answers "unknown" (type 0) for ordinary host memory instead of failing,
+     * so probing host buffers raises no driver error. */
+    if (gpuic_cuda.pointer_get_attributes(1, &attr, &data, (CUdeviceptr)(uintptr_t)ptr) !=
+        CUDA_SUCCESS) {
+        return 0;
     }
     return type == CU_MEMORYTYPE_DEVICE;
 }
@@ -220,10 +228,17 @@ gpuic_status_t gpuic_cuda_memcpy(void *dst, const void *src, size_t len)
     if (len == 0) {
         return GPUIC_OK;
     }
-    /* Unified addressing: the driver tells host from device by the addresses. */
-    return gpuic_cuda_check(gpuic_cuda.memcpy((CUdeviceptr)(uintptr_t)dst,
-                                              (CUdeviceptr)(uintptr_t)src, len),
-                            "cuMemcpy");
+    /* Unified addressing: the driver tells host from device by the addresses.  cuMemcpy may
+     * return before a copy into device memory has landed (from pageable memory, or device to
+     * device), so wait for the default stream: callers release locks and report completion
+     * right after. */
+    gpuic_status_t status = gpuic_cuda_check(gpuic_cuda.memcpy((CUdeviceptr)(uintptr_t)dst,
+                                                               (CUdeviceptr)(uintptr_t)src, len),
+                                             "cuMemcpy");
+    if (status == GPUIC_OK) {
+        status = gpuic_cuda_check(gpuic_cuda.stream_synchronize(NULL), "cuStreamSynchronize");
+    }
+    return status;
 }
 
 gpuic_status_t gpuic_cuda_memset(void *dptr, int byte, size_t len)
