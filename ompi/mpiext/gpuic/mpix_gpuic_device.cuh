@@ -19,8 +19,9 @@
  *    synchronises the block).  Each lane or thread gets the same status.
  *
  * Paths: a target whose window is device memory on this node is reached through a CUDA IPC
- * mapping, with loads, stores and atomics (MPIX_GPUIC_DEVICE_PATH_P2P).  Atomics use system
- * scope, so they are atomic with every device call from any process.  Host MPI accumulates on
+ * mapping, with loads, stores and atomics (MPIX_GPUIC_DEVICE_PATH_P2P).  Atomics are atomic
+ * with every device call from any process of the window: device scope when all of them share
+ * one GPU, system scope otherwise.  Host MPI accumulates on
  * a GPU window are done by copies and are not atomic with concurrent device atomics on the
  * same elements: keep the two in separate epochs.
  *
@@ -102,14 +103,59 @@ __device__ static inline void gpuic_dev_fence_data_to_peer(bool same_gpu)
 
 /*
  * Orders a signal this thread observed before its later loads of the data the signal
- * announces (acquire side of gpuic_dev_fence_data_to_peer).
+ * announces (acquire side of gpuic_dev_fence_data_to_peer).  Device scope when every process
+ * that can write the word shares our GPU, system scope otherwise.
  */
-__device__ static inline uint64_t gpuic_dev_load_acquire_signal(const uint64_t *word)
+__device__ static inline uint64_t gpuic_dev_load_acquire_signal(const uint64_t *word,
+                                                                bool same_gpu)
 {
     uint64_t v;
 
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
+    if (same_gpu) {
+        asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
+    } else {
+        asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
+    }
     return v;
+}
+
+/*
+ * Atomics on window words: device scope when every process of the window shares our GPU (all
+ * of them then meet at its L2), system scope when another GPU or the host may take part.
+ * Every origin of a window makes the same choice, so the two scopes never mix on one word.
+ */
+__device__ static inline bool gpuic_dev_all_same_gpu(MPIX_Win_device win)
+{
+    return (win->flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
+}
+
+__device__ static inline unsigned long long gpuic_dev_atomic_add64(MPIX_Win_device win, void *t,
+                                                                   unsigned long long v)
+{
+    return gpuic_dev_all_same_gpu(win) ? atomicAdd((unsigned long long *)t, v)
+                                       : atomicAdd_system((unsigned long long *)t, v);
+}
+
+__device__ static inline unsigned long long gpuic_dev_atomic_exch64(MPIX_Win_device win, void *t,
+                                                                    unsigned long long v)
+{
+    return gpuic_dev_all_same_gpu(win) ? atomicExch((unsigned long long *)t, v)
+                                       : atomicExch_system((unsigned long long *)t, v);
+}
+
+__device__ static inline unsigned long long gpuic_dev_atomic_cas64(MPIX_Win_device win, void *t,
+                                                                   unsigned long long cmp,
+                                                                   unsigned long long v)
+{
+    return gpuic_dev_all_same_gpu(win) ? atomicCAS((unsigned long long *)t, cmp, v)
+                                       : atomicCAS_system((unsigned long long *)t, cmp, v);
+}
+
+__device__ static inline unsigned int gpuic_dev_atomic_cas32(MPIX_Win_device win, void *t,
+                                                             unsigned int cmp, unsigned int v)
+{
+    return gpuic_dev_all_same_gpu(win) ? atomicCAS((unsigned int *)t, cmp, v)
+                                       : atomicCAS_system((unsigned int *)t, cmp, v);
 }
 
 /*
@@ -368,9 +414,9 @@ __device__ static inline int MPIX_Put_signal_device(const void *origin, size_t b
     gpuic_dev_copy(dst, (const char *)origin, bytes, 0, 1);
     gpuic_dev_fence_data_to_peer(win->peers[target].flags & MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
     if (sig_op == MPIX_DEVICE_SIGNAL_ADD) {
-        atomicAdd_system((unsigned long long *)sig, (unsigned long long)value);
+        gpuic_dev_atomic_add64(win, sig, (unsigned long long)value);
     } else {
-        atomicExch_system((unsigned long long *)sig, (unsigned long long)value);
+        gpuic_dev_atomic_exch64(win, sig, (unsigned long long)value);
     }
     return MPI_SUCCESS;
 }
@@ -397,9 +443,9 @@ __device__ static inline int MPIX_Put_signal_device_warp(const void *origin, siz
     __syncwarp();
     if (gpuic_dev_lane() == 0) {
         if (sig_op == MPIX_DEVICE_SIGNAL_ADD) {
-            atomicAdd_system((unsigned long long *)sig, (unsigned long long)value);
+            gpuic_dev_atomic_add64(win, sig, (unsigned long long)value);
         } else {
-            atomicExch_system((unsigned long long *)sig, (unsigned long long)value);
+            gpuic_dev_atomic_exch64(win, sig, (unsigned long long)value);
         }
     }
     __syncwarp();
@@ -431,7 +477,7 @@ __device__ static inline int MPIX_Signal_wait_until_device(MPI_Aint sig_disp, MP
         return gpuic_dev_fail(win, MPI_ERR_ARG);
     }
     do {
-        v = gpuic_dev_load_acquire_signal((const uint64_t *)sig);
+        v = gpuic_dev_load_acquire_signal((const uint64_t *)sig, gpuic_dev_all_same_gpu(win));
         switch (cmp) {
         case MPIX_DEVICE_CMP_EQ: done = v == value; break;
         case MPIX_DEVICE_CMP_NE: done = v != value; break;
@@ -462,7 +508,7 @@ __device__ static inline int MPIX_Fetch_and_add_device(int64_t value, int64_t *r
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    old = atomicAdd_system((unsigned long long *)t, (unsigned long long)value);
+    old = gpuic_dev_atomic_add64(win, t, (unsigned long long)value);
     if (result != NULL) {
         *result = (int64_t)old;
     }
@@ -482,8 +528,8 @@ __device__ static inline int MPIX_Compare_and_swap_device(uint64_t value, uint64
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    old = atomicCAS_system((unsigned long long *)t, (unsigned long long)compare,
-                           (unsigned long long)value);
+    old = gpuic_dev_atomic_cas64(win, t, (unsigned long long)compare,
+                                 (unsigned long long)value);
     if (result != NULL) {
         *result = (uint64_t)old;
     }
@@ -536,7 +582,8 @@ template <typename T> struct gpuic_dev_combiner<T, true> {
 
 /* One element of 4 or 8 bytes updated with a system-scope compare-and-swap loop. */
 template <typename T, typename W, bool INTEGER>
-__device__ static inline bool gpuic_dev_acc_elem(MPIX_Device_op op, T *t, T origin, T *old_out)
+__device__ static inline bool gpuic_dev_acc_elem(MPIX_Win_device win, MPIX_Device_op op, T *t,
+                                                 T origin, T *old_out)
 {
     W *w = (W *)t;
     W cur = *(volatile W *)w, seen;
@@ -552,7 +599,10 @@ __device__ static inline bool gpuic_dev_acc_elem(MPIX_Device_op op, T *t, T orig
         }
         W next;
         memcpy(&next, &newv, sizeof(T));
-        seen = atomicCAS_system(w, cur, next);
+        seen = sizeof(W) == 8
+                   ? (W)gpuic_dev_atomic_cas64(win, w, (unsigned long long)cur,
+                                               (unsigned long long)next)
+                   : (W)gpuic_dev_atomic_cas32(win, w, (unsigned int)cur, (unsigned int)next);
         if (seen == cur) {
             break;
         }
@@ -565,7 +615,8 @@ __device__ static inline bool gpuic_dev_acc_elem(MPIX_Device_op op, T *t, T orig
 }
 
 /* Updates elements [first, count) in steps of @p stride; false for an op/type mismatch. */
-__device__ static inline bool gpuic_dev_acc_range(char *t, const void *origin, void *result,
+__device__ static inline bool gpuic_dev_acc_range(MPIX_Win_device win, char *t,
+                                                  const void *origin, void *result,
                                                   int count, MPIX_Device_type type,
                                                   MPIX_Device_op op, unsigned first,
                                                   unsigned stride)
@@ -576,32 +627,32 @@ __device__ static inline bool gpuic_dev_acc_range(char *t, const void *origin, v
         switch (type) {
         case MPIX_DEVICE_INT32:
             ok = gpuic_dev_acc_elem<int32_t, unsigned int, true>(
-                op, (int32_t *)t + i, origin ? ((const int32_t *)origin)[i] : 0,
+                win, op, (int32_t *)t + i, origin ? ((const int32_t *)origin)[i] : 0,
                 result ? (int32_t *)result + i : NULL);
             break;
         case MPIX_DEVICE_UINT32:
             ok = gpuic_dev_acc_elem<uint32_t, unsigned int, true>(
-                op, (uint32_t *)t + i, origin ? ((const uint32_t *)origin)[i] : 0,
+                win, op, (uint32_t *)t + i, origin ? ((const uint32_t *)origin)[i] : 0,
                 result ? (uint32_t *)result + i : NULL);
             break;
         case MPIX_DEVICE_INT64:
             ok = gpuic_dev_acc_elem<int64_t, unsigned long long, true>(
-                op, (int64_t *)t + i, origin ? ((const int64_t *)origin)[i] : 0,
+                win, op, (int64_t *)t + i, origin ? ((const int64_t *)origin)[i] : 0,
                 result ? (int64_t *)result + i : NULL);
             break;
         case MPIX_DEVICE_UINT64:
             ok = gpuic_dev_acc_elem<uint64_t, unsigned long long, true>(
-                op, (uint64_t *)t + i, origin ? ((const uint64_t *)origin)[i] : 0,
+                win, op, (uint64_t *)t + i, origin ? ((const uint64_t *)origin)[i] : 0,
                 result ? (uint64_t *)result + i : NULL);
             break;
         case MPIX_DEVICE_FLOAT:
             ok = gpuic_dev_acc_elem<float, unsigned int, false>(
-                op, (float *)t + i, origin ? ((const float *)origin)[i] : 0.0f,
+                win, op, (float *)t + i, origin ? ((const float *)origin)[i] : 0.0f,
                 result ? (float *)result + i : NULL);
             break;
         case MPIX_DEVICE_DOUBLE:
             ok = gpuic_dev_acc_elem<double, unsigned long long, false>(
-                op, (double *)t + i, origin ? ((const double *)origin)[i] : 0.0,
+                win, op, (double *)t + i, origin ? ((const double *)origin)[i] : 0.0,
                 result ? (double *)result + i : NULL);
             break;
         default:
@@ -655,7 +706,7 @@ __device__ static inline int MPIX_Accumulate_device(const void *origin, int coun
     char *t;
     int rc = gpuic_dev_acc_prepare(count, type, op, target, disp, win, &t);
 
-    if (rc == MPI_SUCCESS && !gpuic_dev_acc_range(t, origin, NULL, count, type, op, 0, 1)) {
+    if (rc == MPI_SUCCESS && !gpuic_dev_acc_range(win, t, origin, NULL, count, type, op, 0, 1)) {
         rc = gpuic_dev_fail(win, MPI_ERR_ARG);
     }
     return rc;
@@ -671,7 +722,7 @@ __device__ static inline int MPIX_Accumulate_device_warp(const void *origin, int
     int rc = gpuic_dev_acc_prepare(count, type, op, target, disp, win, &t);
 
     if (rc == MPI_SUCCESS &&
-        !gpuic_dev_acc_range(t, origin, NULL, count, type, op, gpuic_dev_lane(), 32)) {
+        !gpuic_dev_acc_range(win, t, origin, NULL, count, type, op, gpuic_dev_lane(), 32)) {
         rc = gpuic_dev_fail(win, MPI_ERR_ARG);
     }
     __syncwarp();
@@ -687,7 +738,7 @@ __device__ static inline int MPIX_Accumulate_device_block(const void *origin, in
     char *t;
     int rc = gpuic_dev_acc_prepare(count, type, op, target, disp, win, &t);
 
-    if (rc == MPI_SUCCESS && !gpuic_dev_acc_range(t, origin, NULL, count, type, op,
+    if (rc == MPI_SUCCESS && !gpuic_dev_acc_range(win, t, origin, NULL, count, type, op,
                                                   gpuic_dev_block_rank(),
                                                   gpuic_dev_block_size())) {
         rc = gpuic_dev_fail(win, MPI_ERR_ARG);
@@ -708,7 +759,7 @@ __device__ static inline int MPIX_Fetch_and_op_device(const void *origin, void *
     char *t;
     int rc = gpuic_dev_acc_prepare(1, type, op, target, disp, win, &t);
 
-    if (rc == MPI_SUCCESS && !gpuic_dev_acc_range(t, op == MPIX_DEVICE_NO_OP ? NULL : origin,
+    if (rc == MPI_SUCCESS && !gpuic_dev_acc_range(win, t, op == MPIX_DEVICE_NO_OP ? NULL : origin,
                                                   result, 1, type, op, 0, 1)) {
         rc = gpuic_dev_fail(win, MPI_ERR_ARG);
     }
