@@ -126,7 +126,34 @@ __device__ static inline uint64_t gpuic_dev_load_acquire_signal(const uint64_t *
  */
 __device__ static inline bool gpuic_dev_all_same_gpu(MPIX_Win_device win)
 {
-    return (win->flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
+    return (__ldg(&win->flags) & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
+}
+
+/*
+ * Publishes a signal: a release store (SET) or release reduction (ADD), which orders this
+ * thread's earlier stores to the target before the signal for any observer that acquires it,
+ * without waiting for a reply as a returning atomic would.
+ */
+__device__ static inline void gpuic_dev_signal_release(MPIX_Win_device win, void *sig,
+                                                       uint64_t value, bool add)
+{
+    if (gpuic_dev_all_same_gpu(win)) {
+        if (add) {
+            asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(sig), "l"(value)
+                         : "memory");
+        } else {
+            asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(sig), "l"(value)
+                         : "memory");
+        }
+    } else {
+        if (add) {
+            asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(sig), "l"(value)
+                         : "memory");
+        } else {
+            asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(sig), "l"(value)
+                         : "memory");
+        }
+    }
 }
 
 __device__ static inline unsigned long long gpuic_dev_atomic_add64(MPIX_Win_device win, void *t,
@@ -134,13 +161,6 @@ __device__ static inline unsigned long long gpuic_dev_atomic_add64(MPIX_Win_devi
 {
     return gpuic_dev_all_same_gpu(win) ? atomicAdd((unsigned long long *)t, v)
                                        : atomicAdd_system((unsigned long long *)t, v);
-}
-
-__device__ static inline unsigned long long gpuic_dev_atomic_exch64(MPIX_Win_device win, void *t,
-                                                                    unsigned long long v)
-{
-    return gpuic_dev_all_same_gpu(win) ? atomicExch((unsigned long long *)t, v)
-                                       : atomicExch_system((unsigned long long *)t, v);
 }
 
 __device__ static inline unsigned long long gpuic_dev_atomic_cas64(MPIX_Win_device win, void *t,
@@ -178,7 +198,8 @@ __device__ static inline int gpuic_dev_fail(MPIX_Win_device win, int cls)
 /* MPI_SUCCESS when @p win is a live handle. */
 __device__ static inline int gpuic_dev_check_win(MPIX_Win_device win)
 {
-    return (win != NULL && win->magic == MPIX_GPUIC_DEVICE_MAGIC) ? MPI_SUCCESS : MPI_ERR_WIN;
+    return (win != NULL && __ldg(&win->magic) == MPIX_GPUIC_DEVICE_MAGIC) ? MPI_SUCCESS
+                                                                          : MPI_ERR_WIN;
 }
 
 /*
@@ -190,26 +211,37 @@ __device__ static inline int gpuic_dev_resolve(MPIX_Win_device win, int target, 
                                                size_t bytes, size_t align, char **addr)
 {
     const MPIX_Gpuic_device_peer *peer;
-    uint64_t offset;
+    uint64_t magic, base, size, offset;
+    int32_t nranks, unit, path;
 
-    if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
+    if (win == NULL) {
+        return MPI_ERR_WIN;
+    }
+    /* The handle never changes after creation: read-only loads, issued together, so a call
+     * costs one or two trips to memory rather than one per field. */
+    magic = __ldg(&win->magic);
+    nranks = __ldg(&win->nranks);
+    if (magic != MPIX_GPUIC_DEVICE_MAGIC) {
         return MPI_ERR_WIN; /* no error word to record in */
     }
-    if (target < 0 || target >= win->nranks) {
+    if (target < 0 || target >= nranks) {
         return gpuic_dev_fail(win, MPI_ERR_RANK);
     }
     peer = &win->peers[target];
-    if (peer->path != MPIX_GPUIC_DEVICE_PATH_P2P) {
-        return gpuic_dev_fail(win, peer->size == 0 ? MPI_ERR_RMA_RANGE
-                                                   : MPI_ERR_UNSUPPORTED_OPERATION);
+    base = __ldg(&peer->base);
+    size = __ldg(&peer->size);
+    unit = __ldg(&peer->disp_unit);
+    path = __ldg(&peer->path);
+    if (path != MPIX_GPUIC_DEVICE_PATH_P2P) {
+        return gpuic_dev_fail(win, size == 0 ? MPI_ERR_RMA_RANGE : MPI_ERR_UNSUPPORTED_OPERATION);
     }
     /* disp * disp_unit must not wrap (a 64-bit high product avoids a division) */
-    offset = (uint64_t)disp * (uint64_t)peer->disp_unit;
-    if (disp < 0 || __umul64hi((uint64_t)disp, (uint64_t)peer->disp_unit) != 0 ||
-        offset > peer->size || bytes > peer->size - offset) {
+    offset = (uint64_t)disp * (uint64_t)unit;
+    if (disp < 0 || __umul64hi((uint64_t)disp, (uint64_t)unit) != 0 || offset > size ||
+        bytes > size - offset) {
         return gpuic_dev_fail(win, MPI_ERR_RMA_RANGE);
     }
-    *addr = (char *)(uintptr_t)(peer->base + offset);
+    *addr = (char *)(uintptr_t)(base + offset);
     if (((uintptr_t)*addr & (align - 1)) != 0) {
         return gpuic_dev_fail(win, MPI_ERR_ARG);
     }
@@ -356,10 +388,11 @@ __device__ static inline int MPIX_Win_flush_device(int target, MPIX_Win_device w
     if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
         return MPI_ERR_WIN;
     }
-    if (target < 0 || target >= win->nranks) {
+    if (target < 0 || target >= __ldg(&win->nranks)) {
         return gpuic_dev_fail(win, MPI_ERR_RANK);
     }
-    gpuic_dev_fence_data_to_peer(win->peers[target].flags & MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
+    gpuic_dev_fence_data_to_peer(__ldg(&win->peers[target].flags) &
+                                 MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
     return MPI_SUCCESS;
 }
 
@@ -369,7 +402,7 @@ __device__ static inline int MPIX_Win_flush_all_device(MPIX_Win_device win)
     if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
         return MPI_ERR_WIN;
     }
-    gpuic_dev_fence_data_to_peer(win->flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU);
+    gpuic_dev_fence_data_to_peer(gpuic_dev_all_same_gpu(win));
     return MPI_SUCCESS;
 }
 
@@ -393,8 +426,8 @@ __device__ static inline int MPIX_Win_flush_local_device(int target, MPIX_Win_de
 
 /**
  * Puts @p bytes like MPIX_Put_device, then updates the 8-byte signal word at @p sig_disp of
- * the same target (SET or ADD @p value) so that a target that sees the new signal value also
- * sees the data.
+ * the same target (SET or atomic ADD of @p value) so that a target that sees the new signal
+ * value also sees the data.  The put is complete at the target once the signal is seen.
  */
 __device__ static inline int MPIX_Put_signal_device(const void *origin, size_t bytes,
                                                     int target, MPI_Aint disp,
@@ -412,12 +445,7 @@ __device__ static inline int MPIX_Put_signal_device(const void *origin, size_t b
         return rc;
     }
     gpuic_dev_copy(dst, (const char *)origin, bytes, 0, 1);
-    gpuic_dev_fence_data_to_peer(win->peers[target].flags & MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
-    if (sig_op == MPIX_DEVICE_SIGNAL_ADD) {
-        gpuic_dev_atomic_add64(win, sig, (unsigned long long)value);
-    } else {
-        gpuic_dev_atomic_exch64(win, sig, (unsigned long long)value);
-    }
+    gpuic_dev_signal_release(win, sig, value, sig_op == MPIX_DEVICE_SIGNAL_ADD);
     return MPI_SUCCESS;
 }
 
@@ -442,11 +470,7 @@ __device__ static inline int MPIX_Put_signal_device_warp(const void *origin, siz
     gpuic_dev_fence_data_to_peer(win->peers[target].flags & MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
     __syncwarp();
     if (gpuic_dev_lane() == 0) {
-        if (sig_op == MPIX_DEVICE_SIGNAL_ADD) {
-            gpuic_dev_atomic_add64(win, sig, (unsigned long long)value);
-        } else {
-            gpuic_dev_atomic_exch64(win, sig, (unsigned long long)value);
-        }
+        gpuic_dev_signal_release(win, sig, value, sig_op == MPIX_DEVICE_SIGNAL_ADD);
     }
     __syncwarp();
     return MPI_SUCCESS;
