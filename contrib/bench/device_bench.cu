@@ -14,6 +14,8 @@
  *   floor ipc_store_pingpong  raw stores + fence through the same CUDA IPC mapping, one way
  *   floor gpu_cpu_gpu_rtt     kernel -> host thread -> kernel through mapped pinned memory
  *   floor cudaMemcpy_8B       host cudaMemcpy of 8 bytes device to peer device
+ *   floor dissect_*           put + flush taken apart: a raw store, a store plus each fence
+ *                             flavour, MPIX_Put_device without a flush, a raw remote load
  * Times come from %globaltimer inside the kernels (ns), or host clocks for host-side floors.
  */
 #include <cuda_runtime.h>
@@ -123,6 +125,29 @@ __global__ void k_bw(MPIX_Win_device win, int peer, const char *src, size_t byte
         MPIX_Put_device_block(src + off, len, peer, (MPI_Aint)off, win);
     }
     if (threadIdx.x == 0) MPIX_Win_flush_device(peer, win);
+}
+
+/* Dissection of put + flush on the same mapping: what a store, each fence flavour and the
+ * API's checks cost per operation (mode 0: store only, 1: store + fence.acq_rel.gpu,
+ * 2: store + fence.sc.gpu (__threadfence), 3: store + fence.acq_rel.sys, 4: MPIX_Put_device
+ * without a flush, 5: raw 8-byte load). */
+__global__ void k_dissect(MPIX_Win_device win, volatile uint64_t *remote, int peer, int mode,
+                          int iters, const uint64_t *src, uint64_t *ns)
+{
+    uint64_t t0 = now_ns(), sum = 0;
+    for (int i = 0; i < iters; ++i) {
+        volatile uint64_t *p = remote + (i % 1024);
+        switch (mode) {
+        case 0: *p = i; break;
+        case 1: *p = i; asm volatile("fence.acq_rel.gpu;" ::: "memory"); break;
+        case 2: *p = i; __threadfence(); break;
+        case 3: *p = i; asm volatile("fence.acq_rel.sys;" ::: "memory"); break;
+        case 4: MPIX_Put_device(src, 8, peer, (MPI_Aint)(i % 1024) * 8, win); break;
+        default: sum += *p; break;
+        }
+    }
+    *ns = now_ns() - t0;
+    if (sum == 42) *ns += 1; /* keeps the loads */
 }
 
 /* Raw floor: the same mapping, no API: store, system fence, spin on the peer's store. */
@@ -310,6 +335,26 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         k_raw_pingpong<<<1, 1>>>(mine, theirs, rank, iters, d_ns);
         row("floor", "ipc_store_pingpong", 8, read_ns(d_ns) / (double)iters / 2 / 1e3, "us");
+        free(hw);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* dissection of put + flush, rank 0 */
+    if (rank == 0) {
+        static const char *names[] = {"dissect_store", "dissect_store_fence_acqrel_gpu",
+                                      "dissect_store_threadfence", "dissect_store_fence_acqrel_sys",
+                                      "dissect_api_put_noflush", "dissect_raw_load"};
+        MPIX_Gpuic_device_win *hw = (MPIX_Gpuic_device_win *)malloc(
+            sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer));
+        cudaMemcpy(hw, h, sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer),
+                   cudaMemcpyDeviceToHost);
+        volatile uint64_t *remote = (volatile uint64_t *)hw->peers[peer].base;
+        for (int mode = 0; mode < 6; ++mode) {
+            k_dissect<<<1, 1>>>(h, remote, peer, mode, 100, d_buf, d_ns);
+            cudaDeviceSynchronize();
+            k_dissect<<<1, 1>>>(h, remote, peer, mode, iters, d_buf, d_ns);
+            row("floor", names[mode], 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+        }
         free(hw);
     }
     MPI_Barrier(MPI_COMM_WORLD);
