@@ -291,6 +291,25 @@ __device__ static inline unsigned gpuic_dev_block_size(void)
 /* ---------------------------------------------------------------------------------------- */
 /* Put and get.                                                                             */
 
+/* The body of every put and get variant: a copy of [first, bytes) in steps of @p stride
+ * between the origin and the resolved target address. */
+__device__ static inline int gpuic_dev_xfer(void *origin, size_t bytes, int target, MPI_Aint disp,
+                                            MPIX_Win_device win, bool is_put, unsigned first,
+                                            unsigned stride)
+{
+    char *remote;
+    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &remote);
+
+    if (rc == MPI_SUCCESS) {
+        if (is_put) {
+            gpuic_dev_copy(remote, (const char *)origin, bytes, first, stride);
+        } else {
+            gpuic_dev_copy((char *)origin, remote, bytes, first, stride);
+        }
+    }
+    return rc;
+}
+
 /**
  * Puts @p bytes from device memory @p origin into @p target's window at displacement @p disp
  * (in the target's displacement units).  Complete at the target after a flush.
@@ -298,25 +317,15 @@ __device__ static inline unsigned gpuic_dev_block_size(void)
 __device__ static inline int MPIX_Put_device(const void *origin, size_t bytes, int target,
                                              MPI_Aint disp, MPIX_Win_device win)
 {
-    char *dst;
-    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &dst);
-
-    if (rc == MPI_SUCCESS) {
-        gpuic_dev_copy(dst, (const char *)origin, bytes, 0, 1);
-    }
-    return rc;
+    return gpuic_dev_xfer((void *)origin, bytes, target, disp, win, true, 0, 1);
 }
 
 /** MPIX_Put_device by the 32 lanes of a warp together. */
 __device__ static inline int MPIX_Put_device_warp(const void *origin, size_t bytes, int target,
                                                   MPI_Aint disp, MPIX_Win_device win)
 {
-    char *dst;
-    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &dst);
+    int rc = gpuic_dev_xfer((void *)origin, bytes, target, disp, win, true, gpuic_dev_lane(), 32);
 
-    if (rc == MPI_SUCCESS) {
-        gpuic_dev_copy(dst, (const char *)origin, bytes, gpuic_dev_lane(), 32);
-    }
     __syncwarp();
     return rc;
 }
@@ -325,13 +334,9 @@ __device__ static inline int MPIX_Put_device_warp(const void *origin, size_t byt
 __device__ static inline int MPIX_Put_device_block(const void *origin, size_t bytes, int target,
                                                    MPI_Aint disp, MPIX_Win_device win)
 {
-    char *dst;
-    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &dst);
+    int rc = gpuic_dev_xfer((void *)origin, bytes, target, disp, win, true,
+                            gpuic_dev_block_rank(), gpuic_dev_block_size());
 
-    if (rc == MPI_SUCCESS) {
-        gpuic_dev_copy(dst, (const char *)origin, bytes, gpuic_dev_block_rank(),
-                       gpuic_dev_block_size());
-    }
     __syncthreads();
     return rc;
 }
@@ -341,25 +346,15 @@ __device__ static inline int MPIX_Put_device_block(const void *origin, size_t by
 __device__ static inline int MPIX_Get_device(void *origin, size_t bytes, int target,
                                              MPI_Aint disp, MPIX_Win_device win)
 {
-    char *src;
-    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &src);
-
-    if (rc == MPI_SUCCESS) {
-        gpuic_dev_copy((char *)origin, src, bytes, 0, 1);
-    }
-    return rc;
+    return gpuic_dev_xfer(origin, bytes, target, disp, win, false, 0, 1);
 }
 
 /** MPIX_Get_device by the 32 lanes of a warp together. */
 __device__ static inline int MPIX_Get_device_warp(void *origin, size_t bytes, int target,
                                                   MPI_Aint disp, MPIX_Win_device win)
 {
-    char *src;
-    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &src);
+    int rc = gpuic_dev_xfer(origin, bytes, target, disp, win, false, gpuic_dev_lane(), 32);
 
-    if (rc == MPI_SUCCESS) {
-        gpuic_dev_copy((char *)origin, src, bytes, gpuic_dev_lane(), 32);
-    }
     __syncwarp();
     return rc;
 }
@@ -368,13 +363,9 @@ __device__ static inline int MPIX_Get_device_warp(void *origin, size_t bytes, in
 __device__ static inline int MPIX_Get_device_block(void *origin, size_t bytes, int target,
                                                    MPI_Aint disp, MPIX_Win_device win)
 {
-    char *src;
-    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &src);
+    int rc = gpuic_dev_xfer(origin, bytes, target, disp, win, false, gpuic_dev_block_rank(),
+                            gpuic_dev_block_size());
 
-    if (rc == MPI_SUCCESS) {
-        gpuic_dev_copy((char *)origin, src, bytes, gpuic_dev_block_rank(),
-                       gpuic_dev_block_size());
-    }
     __syncthreads();
     return rc;
 }
@@ -382,14 +373,25 @@ __device__ static inline int MPIX_Get_device_block(void *origin, size_t bytes, i
 /* ---------------------------------------------------------------------------------------- */
 /* Completion.                                                                              */
 
-/** Completes this thread's puts and atomics to @p target at the target. */
-__device__ static inline int MPIX_Win_flush_device(int target, MPIX_Win_device win)
+/* MPI_SUCCESS when @p win is a live handle and @p target one of its ranks (recorded if not). */
+__device__ static inline int gpuic_dev_check_target(MPIX_Win_device win, int target)
 {
     if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
         return MPI_ERR_WIN;
     }
     if (target < 0 || target >= __ldg(&win->nranks)) {
         return gpuic_dev_fail(win, MPI_ERR_RANK);
+    }
+    return MPI_SUCCESS;
+}
+
+/** Completes this thread's puts and atomics to @p target at the target. */
+__device__ static inline int MPIX_Win_flush_device(int target, MPIX_Win_device win)
+{
+    int rc = gpuic_dev_check_target(win, target);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
     }
     gpuic_dev_fence_data_to_peer(__ldg(&win->peers[target].flags) &
                                  MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
@@ -412,17 +414,24 @@ __device__ static inline int MPIX_Win_flush_all_device(MPIX_Win_device win)
  */
 __device__ static inline int MPIX_Win_flush_local_device(int target, MPIX_Win_device win)
 {
-    if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
-        return MPI_ERR_WIN;
-    }
-    if (target < 0 || target >= win->nranks) {
-        return gpuic_dev_fail(win, MPI_ERR_RANK);
-    }
-    return MPI_SUCCESS;
+    return gpuic_dev_check_target(win, target);
 }
 
 /* ---------------------------------------------------------------------------------------- */
 /* Signals.                                                                                 */
+
+/* Resolves the data and the signal word of a put-with-signal. */
+__device__ static inline int gpuic_dev_resolve_signal(MPIX_Win_device win, int target,
+                                                      MPI_Aint disp, size_t bytes,
+                                                      MPI_Aint sig_disp, char **dst, char **sig)
+{
+    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, dst);
+
+    if (rc == MPI_SUCCESS) {
+        rc = gpuic_dev_resolve(win, target, sig_disp, 8, 8, sig);
+    }
+    return rc;
+}
 
 /**
  * Puts @p bytes like MPIX_Put_device, then updates the 8-byte signal word at @p sig_disp of
@@ -436,11 +445,8 @@ __device__ static inline int MPIX_Put_signal_device(const void *origin, size_t b
                                                     MPIX_Win_device win)
 {
     char *dst, *sig;
-    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &dst);
+    int rc = gpuic_dev_resolve_signal(win, target, disp, bytes, sig_disp, &dst, &sig);
 
-    if (rc == MPI_SUCCESS) {
-        rc = gpuic_dev_resolve(win, target, sig_disp, 8, 8, &sig);
-    }
     if (rc != MPI_SUCCESS) {
         return rc;
     }
@@ -457,17 +463,15 @@ __device__ static inline int MPIX_Put_signal_device_warp(const void *origin, siz
                                                          MPIX_Win_device win)
 {
     char *dst, *sig;
-    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &dst);
+    int rc = gpuic_dev_resolve_signal(win, target, disp, bytes, sig_disp, &dst, &sig);
 
-    if (rc == MPI_SUCCESS) {
-        rc = gpuic_dev_resolve(win, target, sig_disp, 8, 8, &sig);
-    }
     if (rc != MPI_SUCCESS) {
         return rc;
     }
     gpuic_dev_copy(dst, (const char *)origin, bytes, gpuic_dev_lane(), 32);
     /* every lane's stores ordered before lane 0's signal */
-    gpuic_dev_fence_data_to_peer(win->peers[target].flags & MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
+    gpuic_dev_fence_data_to_peer(__ldg(&win->peers[target].flags) &
+                                 MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
     __syncwarp();
     if (gpuic_dev_lane() == 0) {
         gpuic_dev_signal_release(win, sig, value, sig_op == MPIX_DEVICE_SIGNAL_ADD);
