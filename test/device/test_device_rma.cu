@@ -530,6 +530,9 @@ int main(int argc, char **argv)
         CHECK(MPIX_Win_gpuic_target_path(win, (rank + 1) % nranks, &path) == MPI_SUCCESS);
         CHECK(nranks == 1 || path == MPIX_GPUIC_PATH_IPC);
         CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS);
+        CHECK(MPIX_Win_release_device_handle(win) == MPI_SUCCESS);
+        CHECK(MPIX_Win_release_device_handle(win) == MPI_ERR_ARG);
+        CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
         test_host_calls(win, mem);
         MPI_Win_free(&win);
         cudaFree(mem);

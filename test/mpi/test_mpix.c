@@ -44,6 +44,9 @@ int main(int argc, char **argv)
         }
     }
     CHECK(MPIX_Win_gpuic_target_path(awin, n, &path) == MPI_ERR_RANK);
+    /* no handle was handed out on this host-only window */
+    CHECK(MPIX_Win_release_device_handle(awin) == MPI_ERR_ARG);
+    CHECK(MPIX_Win_release_device_handle(MPI_WIN_NULL) == MPI_ERR_WIN);
     CHECK(MPIX_Win_gpuic_target_path(awin, -1, &path) == MPI_ERR_RANK);
 
     MPI_Win_free(&cwin);

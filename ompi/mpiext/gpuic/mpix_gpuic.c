@@ -71,3 +71,13 @@ int MPIX_Win_get_device_handle(MPI_Win win, MPIX_Win_device *handle)
     *handle = rc == MPI_SUCCESS ? (MPIX_Win_device)h : NULL;
     return rc;
 }
+
+int MPIX_Win_release_device_handle(MPI_Win win)
+{
+    ompi_osc_gpuic_ext_t *ext = mpix_gpuic_ext(win);
+
+    if (ext == NULL) {
+        return MPI_ERR_WIN;
+    }
+    return ext->device_handle_release(win->w_osc_module);
+}

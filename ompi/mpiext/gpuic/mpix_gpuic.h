@@ -58,6 +58,13 @@ int MPIX_Win_gpuic_target_path(MPI_Win win, int rank, int *path);
  */
 int MPIX_Win_get_device_handle(MPI_Win win, MPIX_Win_device *handle);
 
+/**
+ * Frees @p win's device handle before the window is freed (kernels using it must have
+ * finished).  A later MPIX_Win_get_device_handle() builds a new one.
+ * @return MPI_ERR_WIN when @p win is not a gpuic window; MPI_ERR_ARG when it has no handle.
+ */
+int MPIX_Win_release_device_handle(MPI_Win win);
+
 #ifdef __cplusplus
 }
 #endif

@@ -335,6 +335,8 @@ void ompi_osc_gpuic_gpu_cleanup(ompi_osc_gpuic_module_t *module);
 int ompi_osc_gpuic_device_error(ompi_osc_gpuic_module_t *module);
 /** ext entry point: the window's device handle (built on first use). */
 int ompi_osc_gpuic_device_handle(void *module, void **handle_p);
+/** ext entry point: frees the device handle; MPI_ERR_ARG when none exists. */
+int ompi_osc_gpuic_device_handle_release(void *module);
 
 /** A host copy of a user buffer in device memory (host code never dereferences device memory). */
 typedef struct ompi_osc_gpuic_bounce {

@@ -28,6 +28,9 @@ typedef struct ompi_osc_gpuic_ext {
      * built on first use and freed with the window.
      */
     int (*device_handle)(void *module, void **handle_p);
+    /** Frees the device handle (kernels using it must have finished); a later device_handle
+     *  call builds a new one. */
+    int (*device_handle_release)(void *module);
 } ompi_osc_gpuic_ext_t;
 
 /** Paths a target can be served by (values shared with mpix_gpuic.h). */

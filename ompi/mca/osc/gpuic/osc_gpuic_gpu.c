@@ -249,3 +249,15 @@ int ompi_osc_gpuic_bounce_out(ompi_osc_gpuic_bounce_t *b, bool copy_out)
     b->host = NULL;
     return rc;
 }
+
+int ompi_osc_gpuic_device_handle_release(void *m)
+{
+    ompi_osc_gpuic_module_t *module = m;
+
+    if (module->dev_handle == NULL) {
+        return MPI_ERR_ARG; /* nothing was handed out */
+    }
+    gpuic_cuda_mem_free(module->dev_handle);
+    module->dev_handle = NULL;
+    return OMPI_SUCCESS;
+}
