@@ -6,6 +6,7 @@
  *
  * Rows (CSV: component,measure,size,value,unit):
  *   gpuic put_flush           8 B put + MPIX_Win_flush_device, per operation (origin side)
+ *   gpuic *_resolved          the same through a target resolved once (MPIX_Win_target_device)
  *   gpuic pingpong_signal     put-with-signal ping-pong, one way
  *   gpuic get                 8 B get, per operation
  *   gpuic fetch_add           8 B fetch-and-add, per operation
@@ -63,6 +64,56 @@ __global__ void k_put_flush(MPIX_Win_device win, int peer, int iters, const uint
     for (int i = 0; i < iters; ++i) {
         MPIX_Put_device(src, 8, peer, (MPI_Aint)(i % 1024) * 8, win);
         MPIX_Win_flush_device(peer, win);
+    }
+    *ns = now_ns() - t0;
+}
+
+/* The same with the target resolved once (MPIX_Win_target_device), as hot loops would. */
+__global__ void k_put_flush_target(MPIX_Win_device win, int peer, int iters, const uint64_t *src,
+                                   uint64_t *ns)
+{
+    MPIX_Device_target t;
+    MPIX_Win_target_device(win, peer, &t);
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < iters; ++i) {
+        MPIX_Put_target_device(&t, src, 8, (MPI_Aint)(i % 1024) * 8);
+        MPIX_Win_flush_target_device(&t);
+    }
+    *ns = now_ns() - t0;
+}
+
+__global__ void k_get_target(MPIX_Win_device win, int peer, int iters, uint64_t *dst,
+                             uint64_t *ns)
+{
+    MPIX_Device_target t;
+    MPIX_Win_target_device(win, peer, &t);
+    uint64_t t0 = now_ns(), sum = 0;
+    for (int i = 0; i < iters; ++i) {
+        uint64_t v;
+        MPIX_Get_target_device(&t, &v, 8, (MPI_Aint)(i % 1024) * 8);
+        sum += v;
+    }
+    *ns = now_ns() - t0;
+    *dst = sum;
+}
+
+__global__ void k_pingpong_target(MPIX_Win_device win, int me, int iters, uint64_t *buf,
+                                  uint64_t *ns)
+{
+    MPIX_Device_target peer, self;
+    MPIX_Win_target_device(win, 1 - me, &peer);
+    MPIX_Win_target_device(win, me, &self);
+    uint64_t t0 = now_ns();
+    for (int r = 1; r <= iters; ++r) {
+        if (me == 0) {
+            MPIX_Put_signal_target_device(&peer, buf, 8, DATA_OFF, SIG_OFF, r,
+                                          MPIX_DEVICE_SIGNAL_SET);
+            MPIX_Signal_wait_until_target_device(&self, SIG_OFF, MPIX_DEVICE_CMP_GE, r, NULL);
+        } else {
+            MPIX_Signal_wait_until_target_device(&self, SIG_OFF, MPIX_DEVICE_CMP_GE, r, NULL);
+            MPIX_Put_signal_target_device(&peer, buf, 8, DATA_OFF, SIG_OFF, r,
+                                          MPIX_DEVICE_SIGNAL_SET);
+        }
     }
     *ns = now_ns() - t0;
 }
@@ -130,7 +181,8 @@ __global__ void k_bw(MPIX_Win_device win, int peer, const char *src, size_t byte
 /* Dissection of put + flush on the same mapping: what a store, each fence flavour and the
  * API's checks cost per operation (mode 0: store only, 1: store + fence.acq_rel.gpu,
  * 2: store + fence.sc.gpu (__threadfence), 3: store + fence.acq_rel.sys, 4: MPIX_Put_device
- * without a flush, 5: raw 8-byte load). */
+ * without a flush, 5: raw 8-byte load, 6: store of a value loaded from the origin buffer,
+ * 7: the API's checks alone, 8: MPIX_Put_device to one address). */
 __global__ void k_dissect(MPIX_Win_device win, volatile uint64_t *remote, int peer, int mode,
                           int iters, const uint64_t *src, uint64_t *ns)
 {
@@ -143,7 +195,11 @@ __global__ void k_dissect(MPIX_Win_device win, volatile uint64_t *remote, int pe
         case 2: *p = i; __threadfence(); break;
         case 3: *p = i; asm volatile("fence.acq_rel.sys;" ::: "memory"); break;
         case 4: MPIX_Put_device(src, 8, peer, (MPI_Aint)(i % 1024) * 8, win); break;
-        default: sum += *p; break;
+        case 5: sum += *p; break;
+        case 6: *p = src[0]; break; /* the origin load too */
+        case 7: { char *a = NULL; sum += gpuic_dev_resolve(win, peer, (MPI_Aint)(i % 1024) * 8,
+                                                         8, 1, &a) + (uintptr_t)a; } break;
+        default: MPIX_Put_device(src, 8, peer, 0, win); break; /* same address each time */
         }
     }
     *ns = now_ns() - t0;
@@ -269,6 +325,10 @@ int main(int argc, char **argv)
         row("gpuic", "get", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
         k_fadd<<<1, 1>>>(h, peer, iters, (int64_t *)d_buf, d_ns);
         row("gpuic", "fetch_add", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+        k_put_flush_target<<<1, 1>>>(h, peer, iters, d_buf, d_ns);
+        row("gpuic", "put_flush_resolved", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+        k_get_target<<<1, 1>>>(h, peer, iters, d_buf, d_ns);
+        row("gpuic", "get_resolved", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
     }
     MPI_Barrier(MPI_COMM_WORLD);
 
@@ -278,6 +338,12 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     k_pingpong<<<1, 1>>>(h, rank, iters, d_buf, d_ns);
     row("gpuic", "pingpong_signal", 8, read_ns(d_ns) / (double)iters / 2 / 1e3, "us");
+    MPI_Barrier(MPI_COMM_WORLD);
+    cudaMemset(base + SIG_OFF, 0, 8);
+    cudaDeviceSynchronize();
+    MPI_Barrier(MPI_COMM_WORLD);
+    k_pingpong_target<<<1, 1>>>(h, rank, iters, d_buf, d_ns);
+    row("gpuic", "pingpong_signal_resolved", 8, read_ns(d_ns) / (double)iters / 2 / 1e3, "us");
     MPI_Barrier(MPI_COMM_WORLD);
 
     /* message rate */
@@ -343,13 +409,15 @@ int main(int argc, char **argv)
     if (rank == 0) {
         static const char *names[] = {"dissect_store", "dissect_store_fence_acqrel_gpu",
                                       "dissect_store_threadfence", "dissect_store_fence_acqrel_sys",
-                                      "dissect_api_put_noflush", "dissect_raw_load"};
+                                      "dissect_api_put_noflush", "dissect_raw_load",
+                                      "dissect_store_with_origin_load", "dissect_resolve_only",
+                                      "dissect_api_put_same_address"};
         MPIX_Gpuic_device_win *hw = (MPIX_Gpuic_device_win *)malloc(
             sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer));
         cudaMemcpy(hw, h, sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer),
                    cudaMemcpyDeviceToHost);
         volatile uint64_t *remote = (volatile uint64_t *)hw->peers[peer].base;
-        for (int mode = 0; mode < 6; ++mode) {
+        for (int mode = 0; mode < 9; ++mode) {
             k_dissect<<<1, 1>>>(h, remote, peer, mode, 100, d_buf, d_ns);
             cudaDeviceSynchronize();
             k_dissect<<<1, 1>>>(h, remote, peer, mode, iters, d_buf, d_ns);

@@ -75,6 +75,7 @@ awk -F, 'NR > 1 { key = $2 "," $3; v[$1 "," key] = $4; u[key] = $5
         for (i = 1; i <= n; ++i) {
             k = order[i]; split(k, p, ",")
             g = v["gpuic," k]; nv = v["nvshmem," k]; f = v["floor," k]
+            if (nv == "" && p[1] ~ /_resolved$/) { b = p[1]; sub(/_resolved$/, "", b); nv = v["nvshmem," b "," p[2]] }
             if (g == "" && f != "") { printf "| %s (floor) | %s | %s | | | %s |\n", p[1], p[2], f, u[k]; continue }
             r = (g != "" && nv != "" && nv > 0) ? sprintf("%.2f", g / nv) : "-"
             printf "| %s | %s | %s | %s | %s | %s |\n", p[1], p[2], g, nv, r, u[k]

@@ -1,7 +1,8 @@
 /*
  * Device-initiated RMA on gpuic GPU windows (run with 2 or more ranks on one node; several
  * ranks on one GPU need MPS for the cross-process waits to be fast):
- *  1. put (thread, warp, block) into the right neighbour, then host checks of the data;
+ *  1. put (thread, warp, block) into the right neighbour, then host checks of the data, and
+ *     put/get/signal/flush through targets resolved once (MPIX_Win_target_device);
  *  2. get (thread, warp, block) back from the right neighbour;
  *  3. fetch_and_add from 512 threads of every rank on one counter: exact total, no duplicate
  *     old values; compare_and_swap increments on another counter;
@@ -203,6 +204,25 @@ __global__ void k_pingpong(MPIX_Win_device win, int me, int rounds, uint64_t *da
     rc[2] = bad;
 }
 
+/* 1b. the same through resolved targets */
+__global__ void k_target(MPIX_Win_device win, int me, int right, int nranks, unsigned char *buf,
+                         int *rc)
+{
+    MPIX_Device_target t, bad, self;
+
+    rc[0] = MPIX_Win_target_device(win, right, &t);
+    rc[1] = MPIX_Put_target_device(&t, buf, 64, OFF_PUT_THREAD + 256 + 64);
+    rc[2] = MPIX_Win_flush_target_device(&t);
+    rc[3] = MPIX_Get_target_device(&t, buf + 64, 64, OFF_PUT_THREAD + 256 + 64);
+    rc[4] = MPIX_Put_target_device(&t, buf, 8, WIN_BYTES - 4);          /* past the end */
+    rc[5] = MPIX_Win_target_device(win, nranks, &bad);                  /* no such rank */
+    rc[6] = MPIX_Put_target_device(&bad, buf, 8, 0);                    /* keeps failing */
+    rc[7] = MPIX_Win_target_device(win, me, &self);
+    rc[8] = MPIX_Put_signal_target_device(&t, buf, 8, OFF_PINGPONG, OFF_SIG - 8, 5,
+                                          MPIX_DEVICE_SIGNAL_ADD);
+    rc[9] = MPIX_Win_flush_target_device(&t);
+}
+
 /* 6. errors */
 __global__ void k_errors(MPIX_Win_device win, int right, int nranks, unsigned char *src, int *rc)
 {
@@ -265,6 +285,37 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
         if (bad) fprintf(stderr, "[rank %d] put: %d wrong bytes\n", rank, bad);
         CHECK(bad == 0);
     }
+
+    /* 1b. resolved targets */
+    CUDA_CHECK(cudaMemset(d_rc, 0xff, NRC * sizeof(int)));
+    k_target<<<1, 1>>>(h, rank, right, nranks, d_buf, d_rc);
+    run_kernel_rc(d_rc, h_rc);
+    CHECK(h_rc[0] == MPI_SUCCESS && h_rc[1] == MPI_SUCCESS && h_rc[2] == MPI_SUCCESS &&
+          h_rc[3] == MPI_SUCCESS);
+    CHECK(h_rc[4] == MPI_ERR_RMA_RANGE && h_rc[5] == MPI_ERR_RANK && h_rc[6] == MPI_ERR_RANK);
+    CHECK(h_rc[7] == MPI_SUCCESS && h_rc[8] == MPI_SUCCESS && h_rc[9] == MPI_SUCCESS);
+    {
+        int rc = MPI_Win_flush_all(win), cls = MPI_SUCCESS; /* the recorded range error */
+        if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_RMA_RANGE);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    {
+        unsigned char got[64];
+        uint64_t sig = 0;
+        CUDA_CHECK(cudaMemcpy(got, base + OFF_PUT_THREAD + 256 + 64, 64, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(&sig, base + OFF_SIG - 8, 8, cudaMemcpyDeviceToHost));
+        int bad = 0;
+        for (int i = 0; i < 64; ++i) bad += got[i] != host_pattern(left, i);
+        CHECK(bad == 0);
+        CHECK(sig == 5);
+        /* the get brought our own pattern back from the right neighbour */
+        CUDA_CHECK(cudaMemcpy(got, d_buf + 64, 64, cudaMemcpyDeviceToHost));
+        bad = 0;
+        for (int i = 0; i < 64; ++i) bad += got[i] != host_pattern(rank, i);
+        CHECK(bad == 0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
 
     /* 2. gets */
     CUDA_CHECK(cudaMemset(d_rc, 0xff, NRC * sizeof(int)));

@@ -134,10 +134,10 @@ __device__ static inline bool gpuic_dev_all_same_gpu(MPIX_Win_device win)
  * thread's earlier stores to the target before the signal for any observer that acquires it,
  * without waiting for a reply as a returning atomic would.
  */
-__device__ static inline void gpuic_dev_signal_release(MPIX_Win_device win, void *sig,
-                                                       uint64_t value, bool add)
+__device__ static inline void gpuic_dev_signal_release(bool same_gpu, void *sig, uint64_t value,
+                                                       bool add)
 {
-    if (gpuic_dev_all_same_gpu(win)) {
+    if (same_gpu) {
         if (add) {
             asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(sig), "l"(value)
                          : "memory");
@@ -207,45 +207,78 @@ __device__ static inline int gpuic_dev_check_win(MPIX_Win_device win)
  * the handle, the rank, the path, the range (without overflow) and the alignment @p align
  * (1 for plain data).  Records and returns the error class on failure.
  */
+/**
+ * One target of a window, resolved once: what device calls on it need, in registers.  Hot
+ * loops resolve a target with MPIX_Win_target_device() and then call the *_target_device
+ * functions, which check only the range (no loads from the window's handle).
+ */
+typedef struct MPIX_Device_target {
+    MPIX_Win_device win;  /**< the window (for error recording) */
+    char     *base;       /**< device address of the target's window */
+    uint64_t size;        /**< bytes */
+    int32_t  disp_unit;   /**< the target's displacement unit */
+    int32_t  status;      /**< MPI_SUCCESS, or the error resolving the target gave */
+    bool     same_gpu;    /**< device-scope ordering suffices */
+} MPIX_Device_target;
+
+/** Resolves @p target of @p win into *t (t->status holds the result, also returned). */
+__device__ static inline int MPIX_Win_target_device(MPIX_Win_device win, int target,
+                                                    MPIX_Device_target *t)
+{
+    const MPIX_Gpuic_device_peer *peer;
+
+    t->win = win;
+    t->base = NULL;
+    t->size = 0;
+    t->disp_unit = 1;
+    t->same_gpu = false;
+    if (win == NULL || __ldg(&win->magic) != MPIX_GPUIC_DEVICE_MAGIC) {
+        t->win = NULL;
+        return t->status = MPI_ERR_WIN; /* no error word to record in */
+    }
+    if (target < 0 || target >= __ldg(&win->nranks)) {
+        return t->status = gpuic_dev_fail(win, MPI_ERR_RANK);
+    }
+    peer = &win->peers[target];
+    t->size = __ldg(&peer->size);
+    if (__ldg(&peer->path) != MPIX_GPUIC_DEVICE_PATH_P2P) {
+        return t->status = gpuic_dev_fail(win, t->size == 0 ? MPI_ERR_RMA_RANGE
+                                                            : MPI_ERR_UNSUPPORTED_OPERATION);
+    }
+    t->base = (char *)(uintptr_t)__ldg(&peer->base);
+    t->disp_unit = __ldg(&peer->disp_unit);
+    t->same_gpu = (__ldg(&win->flags) & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
+    return t->status = MPI_SUCCESS;
+}
+
+/* The address of (disp, bytes) in a resolved target, checked: range without overflow, and
+ * alignment @p align.  Records and returns the error class on failure. */
+__device__ static inline int gpuic_dev_target_addr(const MPIX_Device_target *t, MPI_Aint disp,
+                                                   size_t bytes, size_t align, char **addr)
+{
+    uint64_t offset = (uint64_t)disp * (uint64_t)t->disp_unit;
+
+    if (t->status != MPI_SUCCESS) {
+        return t->status;
+    }
+    if (disp < 0 || __umul64hi((uint64_t)disp, (uint64_t)t->disp_unit) != 0 ||
+        offset > t->size || bytes > t->size - offset) {
+        return gpuic_dev_fail(t->win, MPI_ERR_RMA_RANGE);
+    }
+    *addr = t->base + offset;
+    if (((uintptr_t)*addr & (align - 1)) != 0) {
+        return gpuic_dev_fail(t->win, MPI_ERR_ARG);
+    }
+    return MPI_SUCCESS;
+}
+
 __device__ static inline int gpuic_dev_resolve(MPIX_Win_device win, int target, MPI_Aint disp,
                                                size_t bytes, size_t align, char **addr)
 {
-    const MPIX_Gpuic_device_peer *peer;
-    uint64_t magic, base, size, offset;
-    int32_t nranks, unit, path;
+    MPIX_Device_target t;
 
-    if (win == NULL) {
-        return MPI_ERR_WIN;
-    }
-    /* The handle never changes after creation: read-only loads, issued together, so a call
-     * costs one or two trips to memory rather than one per field. */
-    magic = __ldg(&win->magic);
-    nranks = __ldg(&win->nranks);
-    if (magic != MPIX_GPUIC_DEVICE_MAGIC) {
-        return MPI_ERR_WIN; /* no error word to record in */
-    }
-    if (target < 0 || target >= nranks) {
-        return gpuic_dev_fail(win, MPI_ERR_RANK);
-    }
-    peer = &win->peers[target];
-    base = __ldg(&peer->base);
-    size = __ldg(&peer->size);
-    unit = __ldg(&peer->disp_unit);
-    path = __ldg(&peer->path);
-    if (path != MPIX_GPUIC_DEVICE_PATH_P2P) {
-        return gpuic_dev_fail(win, size == 0 ? MPI_ERR_RMA_RANGE : MPI_ERR_UNSUPPORTED_OPERATION);
-    }
-    /* disp * disp_unit must not wrap (a 64-bit high product avoids a division) */
-    offset = (uint64_t)disp * (uint64_t)unit;
-    if (disp < 0 || __umul64hi((uint64_t)disp, (uint64_t)unit) != 0 || offset > size ||
-        bytes > size - offset) {
-        return gpuic_dev_fail(win, MPI_ERR_RMA_RANGE);
-    }
-    *addr = (char *)(uintptr_t)(base + offset);
-    if (((uintptr_t)*addr & (align - 1)) != 0) {
-        return gpuic_dev_fail(win, MPI_ERR_ARG);
-    }
-    return MPI_SUCCESS;
+    MPIX_Win_target_device(win, target, &t);
+    return gpuic_dev_target_addr(&t, disp, bytes, align, addr);
 }
 
 /* Copies bytes [first, bytes) in steps of @p stride units: the widest unit both sides allow. */
@@ -371,6 +404,105 @@ __device__ static inline int MPIX_Get_device_block(void *origin, size_t bytes, i
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* Calls on a resolved target (MPIX_Win_target_device): the same semantics and error classes   */
+/* as the calls by rank, without the handle loads.                                           */
+
+/** MPIX_Put_device on a resolved target. */
+__device__ static inline int MPIX_Put_target_device(const MPIX_Device_target *t, const void *origin,
+                                                    size_t bytes, MPI_Aint disp)
+{
+    char *dst;
+    int rc = gpuic_dev_target_addr(t, disp, bytes, 1, &dst);
+
+    if (rc == MPI_SUCCESS) {
+        gpuic_dev_copy(dst, (const char *)origin, bytes, 0, 1);
+    }
+    return rc;
+}
+
+/** MPIX_Get_device on a resolved target. */
+__device__ static inline int MPIX_Get_target_device(const MPIX_Device_target *t, void *origin,
+                                                    size_t bytes, MPI_Aint disp)
+{
+    char *src;
+    int rc = gpuic_dev_target_addr(t, disp, bytes, 1, &src);
+
+    if (rc == MPI_SUCCESS) {
+        gpuic_dev_copy((char *)origin, src, bytes, 0, 1);
+    }
+    return rc;
+}
+
+/** MPIX_Win_flush_device on a resolved target. */
+__device__ static inline int MPIX_Win_flush_target_device(const MPIX_Device_target *t)
+{
+    if (t->status != MPI_SUCCESS) {
+        return t->status;
+    }
+    gpuic_dev_fence_data_to_peer(t->same_gpu);
+    return MPI_SUCCESS;
+}
+
+/** MPIX_Put_signal_device on a resolved target. */
+__device__ static inline int MPIX_Put_signal_target_device(const MPIX_Device_target *t,
+                                                           const void *origin, size_t bytes,
+                                                           MPI_Aint disp, MPI_Aint sig_disp,
+                                                           uint64_t value,
+                                                           MPIX_Device_signal_op sig_op)
+{
+    char *dst, *sig;
+    int rc = gpuic_dev_target_addr(t, disp, bytes, 1, &dst);
+
+    if (rc == MPI_SUCCESS) {
+        rc = gpuic_dev_target_addr(t, sig_disp, 8, 8, &sig);
+    }
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    gpuic_dev_copy(dst, (const char *)origin, bytes, 0, 1);
+    gpuic_dev_signal_release(t->same_gpu, sig, value, sig_op == MPIX_DEVICE_SIGNAL_ADD);
+    return MPI_SUCCESS;
+}
+
+/**
+ * MPIX_Signal_wait_until_device on a resolved target, which must be the calling process's own
+ * rank (the word waited on is in its own window).
+ */
+__device__ static inline int MPIX_Signal_wait_until_target_device(const MPIX_Device_target *self,
+                                                                  MPI_Aint sig_disp,
+                                                                  MPIX_Device_cmp cmp,
+                                                                  uint64_t value,
+                                                                  uint64_t *observed)
+{
+    char *sig;
+    uint64_t v;
+    bool done;
+    int rc = gpuic_dev_target_addr(self, sig_disp, 8, 8, &sig);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if ((unsigned)cmp > MPIX_DEVICE_CMP_LE) {
+        return gpuic_dev_fail(self->win, MPI_ERR_ARG);
+    }
+    do {
+        v = gpuic_dev_load_acquire_signal((const uint64_t *)sig, self->same_gpu);
+        switch (cmp) {
+        case MPIX_DEVICE_CMP_EQ: done = v == value; break;
+        case MPIX_DEVICE_CMP_NE: done = v != value; break;
+        case MPIX_DEVICE_CMP_GT: done = v > value; break;
+        case MPIX_DEVICE_CMP_GE: done = v >= value; break;
+        case MPIX_DEVICE_CMP_LT: done = v < value; break;
+        default:                 done = v <= value; break;
+        }
+    } while (!done);
+    if (observed != NULL) {
+        *observed = v;
+    }
+    return MPI_SUCCESS;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Completion.                                                                              */
 
 /* MPI_SUCCESS when @p win is a live handle and @p target one of its ranks (recorded if not). */
@@ -444,15 +576,10 @@ __device__ static inline int MPIX_Put_signal_device(const void *origin, size_t b
                                                     MPIX_Device_signal_op sig_op,
                                                     MPIX_Win_device win)
 {
-    char *dst, *sig;
-    int rc = gpuic_dev_resolve_signal(win, target, disp, bytes, sig_disp, &dst, &sig);
+    MPIX_Device_target t;
 
-    if (rc != MPI_SUCCESS) {
-        return rc;
-    }
-    gpuic_dev_copy(dst, (const char *)origin, bytes, 0, 1);
-    gpuic_dev_signal_release(win, sig, value, sig_op == MPIX_DEVICE_SIGNAL_ADD);
-    return MPI_SUCCESS;
+    MPIX_Win_target_device(win, target, &t);
+    return MPIX_Put_signal_target_device(&t, origin, bytes, disp, sig_disp, value, sig_op);
 }
 
 /** MPIX_Put_signal_device by a warp: the lanes copy, lane 0 signals after all copied. */
@@ -474,7 +601,8 @@ __device__ static inline int MPIX_Put_signal_device_warp(const void *origin, siz
                                  MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
     __syncwarp();
     if (gpuic_dev_lane() == 0) {
-        gpuic_dev_signal_release(win, sig, value, sig_op == MPIX_DEVICE_SIGNAL_ADD);
+        gpuic_dev_signal_release(gpuic_dev_all_same_gpu(win), sig, value,
+                                 sig_op == MPIX_DEVICE_SIGNAL_ADD);
     }
     __syncwarp();
     return MPI_SUCCESS;
@@ -489,36 +617,13 @@ __device__ static inline int MPIX_Signal_wait_until_device(MPI_Aint sig_disp, MP
                                                            uint64_t value, uint64_t *observed,
                                                            MPIX_Win_device win)
 {
-    char *sig;
-    uint64_t v;
-    bool done;
-    int rc;
+    MPIX_Device_target self;
 
     if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
         return MPI_ERR_WIN;
     }
-    rc = gpuic_dev_resolve(win, win->rank, sig_disp, 8, 8, &sig);
-    if (rc != MPI_SUCCESS) {
-        return rc;
-    }
-    if ((unsigned)cmp > MPIX_DEVICE_CMP_LE) {
-        return gpuic_dev_fail(win, MPI_ERR_ARG);
-    }
-    do {
-        v = gpuic_dev_load_acquire_signal((const uint64_t *)sig, gpuic_dev_all_same_gpu(win));
-        switch (cmp) {
-        case MPIX_DEVICE_CMP_EQ: done = v == value; break;
-        case MPIX_DEVICE_CMP_NE: done = v != value; break;
-        case MPIX_DEVICE_CMP_GT: done = v > value; break;
-        case MPIX_DEVICE_CMP_GE: done = v >= value; break;
-        case MPIX_DEVICE_CMP_LT: done = v < value; break;
-        default:                 done = v <= value; break;
-        }
-    } while (!done);
-    if (observed != NULL) {
-        *observed = v;
-    }
-    return MPI_SUCCESS;
+    MPIX_Win_target_device(win, __ldg(&win->rank), &self);
+    return MPIX_Signal_wait_until_target_device(&self, sig_disp, cmp, value, observed);
 }
 
 /* ---------------------------------------------------------------------------------------- */
