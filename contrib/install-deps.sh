@@ -3,7 +3,7 @@
 # Does nothing when everything is already there.
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin libucx-dev
-      libibverbs-dev python3"
+      libibverbs-dev python3 valgrind"
 missing=""
 for p in $PKGS; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

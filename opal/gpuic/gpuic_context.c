@@ -2,6 +2,7 @@
 
 #include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "gpuic_log.h"
 
@@ -9,6 +10,10 @@
  * oversubscribed node (several ranks per core) makes progress, long enough that a dedicated core
  * sees no sched_yield() cost on a fast completion. */
 #define GPUIC_WAIT_SPINS_BEFORE_YIELD 64
+
+/* Rounds of a bounded wait between two clock reads: the clock costs little, but a wait that
+ * spins without yielding runs many rounds per microsecond. */
+#define GPUIC_WAIT_ROUNDS_PER_CLOCK 64
 
 gpuic_status_t gpuic_status_from_ucs(ucs_status_t status)
 {
@@ -112,10 +117,52 @@ void gpuic_context_wait_idle(gpuic_context_t *ctx, unsigned spins)
     }
 }
 
+void gpuic_context_set_timeout(gpuic_context_t *ctx, double seconds)
+{
+    ctx->timeout_ns = seconds > 0 ? (uint64_t)(seconds * 1e9) : 0;
+}
+
+double gpuic_context_timeout(const gpuic_context_t *ctx)
+{
+    return (double)ctx->timeout_ns / 1e9;
+}
+
+static uint64_t gpuic_context_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+gpuic_status_t gpuic_context_wait_round(gpuic_context_t *ctx, gpuic_wait_t *wait,
+                                        unsigned progressed)
+{
+    uint64_t now;
+
+    if (progressed) {
+        wait->spins = 0;
+    } else {
+        gpuic_context_wait_idle(ctx, ++wait->spins);
+    }
+    /* The first round takes the deadline, so a wait that ends at once never reads the clock. */
+    if (ctx->timeout_ns == 0 ||
+        (wait->rounds++ % GPUIC_WAIT_ROUNDS_PER_CLOCK != 0 && wait->deadline_ns != 0)) {
+        return GPUIC_OK;
+    }
+    now = gpuic_context_now_ns();
+    if (wait->deadline_ns == 0) {
+        wait->deadline_ns = now + ctx->timeout_ns;
+        return GPUIC_OK;
+    }
+    return now >= wait->deadline_ns ? GPUIC_ERR_TIMED_OUT : GPUIC_OK;
+}
+
 gpuic_status_t gpuic_context_wait_request(gpuic_context_t *ctx, ucs_status_ptr_t request)
 {
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    gpuic_status_t status;
     ucs_status_t st;
-    unsigned spins = 0;
 
     if (request == NULL) {
         return GPUIC_OK;
@@ -124,10 +171,13 @@ gpuic_status_t gpuic_context_wait_request(gpuic_context_t *ctx, ucs_status_ptr_t
         return gpuic_status_from_ucs(UCS_PTR_STATUS(request));
     }
     while ((st = ucp_request_check_status(request)) == UCS_INPROGRESS) {
-        if (ucp_worker_progress(ctx->worker) == 0) {
-            gpuic_context_wait_idle(ctx, ++spins);
-        } else {
-            spins = 0;
+        status = gpuic_context_wait_round(ctx, &wait, ucp_worker_progress(ctx->worker));
+        if (status != GPUIC_OK) {
+            /* The peer did not answer in time.  Freeing an unfinished request hands it back
+             * to UCX when it ends (or is cancelled); this wait no longer owns it. */
+            ucp_request_cancel(ctx->worker, request);
+            ucp_request_free(request);
+            return status;
         }
     }
     ucp_request_free(request);
@@ -140,7 +190,10 @@ gpuic_status_t gpuic_context_flush(gpuic_context_t *ctx)
     gpuic_status_t status;
 
     status = gpuic_context_wait_request(ctx, ucp_worker_flush_nbx(ctx->worker, &param));
-    if (!gpuic_status_is_ok(status)) {
+    if (status == GPUIC_ERR_TIMED_OUT) {
+        gpuic_log(GPUIC_LOG_ERROR, "worker flush (all peers) gave up after the %.1f s timeout",
+                  gpuic_context_timeout(ctx));
+    } else if (!gpuic_status_is_ok(status)) {
         gpuic_log(GPUIC_LOG_ERROR, "worker flush failed: %s", gpuic_status_string(status));
     }
     return status;

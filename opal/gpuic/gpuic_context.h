@@ -49,13 +49,52 @@ unsigned gpuic_context_progress(gpuic_context_t *ctx);
 /**
  * Completes every operation issued on any endpoint of the context at its target (remote
  * completion), progressing until done.
+ * @return GPUIC_OK, GPUIC_ERR_TIMED_OUT (the context's timeout passed) or another error.
  */
 gpuic_status_t gpuic_context_flush(gpuic_context_t *ctx);
 
 /**
+ * Bounds every blocking wait of the context that depends on a peer (endpoint and worker
+ * flushes, fetching atomics, local completion, and the caller's own waits through
+ * gpuic_context_wait_round()): such a wait gives up with GPUIC_ERR_TIMED_OUT after @p seconds.
+ * 0 (the default) waits forever.  Set it before waits start; waits already running keep the
+ * deadline they took.
+ */
+void gpuic_context_set_timeout(gpuic_context_t *ctx, double seconds);
+
+/** Returns the timeout set by gpuic_context_set_timeout(), in seconds (0: none). */
+double gpuic_context_timeout(const gpuic_context_t *ctx);
+
+/**
+ * The state of one blocking wait, kept by the waiter on its stack and zero-initialised
+ * (GPUIC_WAIT_INIT) before the wait's first round.
+ */
+typedef struct gpuic_wait {
+    unsigned spins;       /**< empty rounds in a row (decides when to yield the processor) */
+    unsigned rounds;      /**< rounds since the wait began (the clock is read every few) */
+    uint64_t deadline_ns; /**< CLOCK_MONOTONIC time at which the wait gives up; 0 until the
+                               first round, or when the context has no timeout */
+} gpuic_wait_t;
+
+/** Initialiser of a gpuic_wait_t. */
+#define GPUIC_WAIT_INIT {0, 0, 0}
+
+/**
+ * Called by a blocking wait that depends on a peer after each round that found its condition
+ * unmet.  It yields the processor like gpuic_context_wait_idle() and checks the context's
+ * timeout, which counts from the wait's first round.  It does not log: the caller knows which
+ * wait and which peer it was.
+ * @param progressed  non-zero when the round's gpuic_context_progress() did something
+ * @return GPUIC_OK to wait on, or GPUIC_ERR_TIMED_OUT once the timeout has passed.
+ */
+gpuic_status_t gpuic_context_wait_round(gpuic_context_t *ctx, gpuic_wait_t *wait,
+                                        unsigned progressed);
+
+/**
  * Called by blocking waits between unsuccessful progress rounds.  It keeps an idle waiter
  * from holding a core that other processes on an oversubscribed node need: after a short
- * spin it yields the processor.  @p spins counts the rounds so far of one wait.
+ * spin it yields the processor.  @p spins counts the rounds so far of one wait.  It does not
+ * bound the wait: waits that depend on a peer use gpuic_context_wait_round().
  */
 void gpuic_context_wait_idle(gpuic_context_t *ctx, unsigned spins);
 

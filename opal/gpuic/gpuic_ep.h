@@ -28,7 +28,10 @@ gpuic_status_t gpuic_ep_create(gpuic_context_t *ctx, const void *addr, size_t le
  */
 void gpuic_ep_destroy(gpuic_ep_t *ep);
 
-/** Completes every operation issued on the endpoint at the target; blocks, progressing. */
+/**
+ * Completes every operation issued on the endpoint at the target; blocks, progressing.
+ * @return GPUIC_OK, GPUIC_ERR_TIMED_OUT after the context's timeout, or another error.
+ */
 gpuic_status_t gpuic_ep_flush(gpuic_ep_t *ep);
 
 /** Completion callback of gpuic_ep_flush_nb(); @p status is the flush's outcome. */

@@ -1,5 +1,7 @@
 #include "gpuic_rma.h"
 
+#include <stdlib.h>
+
 #include "gpuic_log.h"
 #include "gpuic_ucx_internal.h"
 
@@ -83,16 +85,13 @@ gpuic_status_t gpuic_rma_get_lcc(gpuic_ep_t *ep, void *buf, size_t len, uint64_t
 
 gpuic_status_t gpuic_lcc_wait(gpuic_context_t *ctx, gpuic_lcc_t *lcc)
 {
-    unsigned spins = 0;
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    gpuic_status_t status = GPUIC_OK;
 
-    while (__atomic_load_n(&lcc->outstanding, __ATOMIC_ACQUIRE) != 0) {
-        if (gpuic_context_progress(ctx) == 0) {
-            gpuic_context_wait_idle(ctx, ++spins);
-        } else {
-            spins = 0;
-        }
+    while (__atomic_load_n(&lcc->outstanding, __ATOMIC_ACQUIRE) != 0 && status == GPUIC_OK) {
+        status = gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx));
     }
-    return GPUIC_OK;
+    return status;
 }
 
 static void gpuic_rma_completion_done(void *request, ucs_status_t st, void *user_data)
@@ -180,6 +179,17 @@ gpuic_status_t gpuic_rma_atomic_post(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint6
                                               1, raddr, rkey->rkey, &param));
 }
 
+/* The reply buffer of this thread's fetching atomics.  A wait that times out leaves its
+ * request to UCX, which may still write the reply later: that slot is then abandoned (a few
+ * bytes, once per timeout) and the thread's next atomic takes a fresh one.  Keeping it per
+ * thread rather than on the stack costs nothing on the path that completes. */
+typedef struct gpuic_rma_reply {
+    uint64_t reply;
+    uint32_t reply32;
+} gpuic_rma_reply_t;
+
+static __thread gpuic_rma_reply_t *gpuic_rma_reply_slot;
+
 gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint64_t value,
                                       uint64_t compare, size_t size, uint64_t raddr,
                                       const gpuic_rkey_t *rkey, uint64_t *result_p)
@@ -187,24 +197,35 @@ gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint
     ucp_request_param_t param = {0};
     ucp_atomic_op_t ucp_op;
     /* For CSWAP UCX compares with the operand buffer and swaps in the reply buffer's value,
-     * which it then overwrites with the old value. */
+     * which it then overwrites with the old value.  UCX copies the operand before returning. */
     uint64_t operand = op == GPUIC_ATOMIC_CSWAP ? compare : value;
-    uint64_t reply = op == GPUIC_ATOMIC_CSWAP ? value : 0;
-    uint32_t operand32 = (uint32_t)operand, reply32 = (uint32_t)reply;
+    uint32_t operand32 = (uint32_t)operand;
+    gpuic_rma_reply_t *slot = gpuic_rma_reply_slot;
     gpuic_status_t status;
 
     if ((size != 4 && size != 8) || !gpuic_rma_atomic_ucp_op(op, &ucp_op)) {
         return GPUIC_ERR_INVALID_PARAM;
     }
+    if (slot == NULL) {
+        slot = malloc(sizeof(*slot));
+        if (slot == NULL) {
+            return GPUIC_ERR_NO_MEMORY;
+        }
+        gpuic_rma_reply_slot = slot;
+    }
+    slot->reply = op == GPUIC_ATOMIC_CSWAP ? value : 0;
+    slot->reply32 = (uint32_t)slot->reply;
     param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
     param.datatype = ucp_dt_make_contig(size);
-    param.reply_buffer = size == 4 ? (void *)&reply32 : (void *)&reply;
+    param.reply_buffer = size == 4 ? (void *)&slot->reply32 : (void *)&slot->reply;
     status = gpuic_context_wait_request(
         ep->ctx, ucp_atomic_op_nbx(ep->ep, ucp_op, size == 4 ? (void *)&operand32
                                                               : (void *)&operand,
                                    1, raddr, rkey->rkey, &param));
     if (status == GPUIC_OK) {
-        *result_p = size == 4 ? reply32 : reply;
+        *result_p = size == 4 ? slot->reply32 : slot->reply;
+    } else if (status == GPUIC_ERR_TIMED_OUT) {
+        gpuic_rma_reply_slot = NULL;
     }
     return status;
 }

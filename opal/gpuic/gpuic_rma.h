@@ -40,6 +40,7 @@ typedef struct gpuic_lcc {
 /**
  * Waits, progressing @p ctx, until every operation counted by @p lcc is complete locally.
  * Remote completion of puts is not waited for.
+ * @return GPUIC_OK, or GPUIC_ERR_TIMED_OUT after the context's timeout (gpuic_context_set_timeout()).
  */
 gpuic_status_t gpuic_lcc_wait(gpuic_context_t *ctx, gpuic_lcc_t *lcc);
 
@@ -102,6 +103,7 @@ gpuic_status_t gpuic_rma_atomic_post(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint6
 /**
  * Performs a fetching atomic of @p size (4 or 8) bytes and waits for its result: the target's
  * old value goes to *result_p (zero-extended for size 4).  @p compare is used by CSWAP only.
+ * Gives up with GPUIC_ERR_TIMED_OUT after the context's timeout; the atomic may still happen.
  */
 gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint64_t value,
                                       uint64_t compare, size_t size, uint64_t raddr,

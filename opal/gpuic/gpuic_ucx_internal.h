@@ -16,6 +16,7 @@ struct gpuic_context {
     ucp_worker_h  worker;
     ucp_address_t *address;
     size_t        address_len;
+    uint64_t      timeout_ns;  /* bound of peer-dependent waits; 0: none */
 };
 
 struct gpuic_ep {
@@ -40,7 +41,9 @@ gpuic_status_t gpuic_status_from_ucs(ucs_status_t status);
 
 /**
  * Waits for a request returned by a *_nbx call, progressing the context, and releases it.
- * NULL (completed in place) gives GPUIC_OK.
+ * NULL (completed in place) gives GPUIC_OK.  After the context's timeout it cancels the
+ * request and returns GPUIC_ERR_TIMED_OUT; the request is then released by UCX whenever it
+ * ends, so buffers UCX writes on completion must outlive the call (see gpuic_rma_atomic_fetch).
  */
 gpuic_status_t gpuic_context_wait_request(gpuic_context_t *ctx, ucs_status_ptr_t request);
 

@@ -191,6 +191,7 @@ typedef struct ompi_osc_gpuic_component {
     int  verbose;
     bool direct;            /**< use direct load/store mappings to same-node peers */
     int  max_attach;        /**< regions a dynamic window can have attached at once */
+    double timeout;         /**< seconds a wait on a peer may take before it fails; 0: forever */
 
     /* Runtime state */
     bool              thread_multiple;

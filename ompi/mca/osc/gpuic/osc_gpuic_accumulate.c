@@ -331,6 +331,12 @@ int ompi_osc_gpuic_fetch_and_op(const void *origin_addr, void *result_addr,
                                 struct ompi_datatype_t *dt, int target, ptrdiff_t target_disp,
                                 struct ompi_op_t *op, struct ompi_win_t *win)
 {
+    /* MPI 3.1 section 11.3.4.3: one element of a predefined datatype.  Open MPI does not
+     * check it. */
+    if (!ompi_datatype_is_predefined(dt)) {
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Fetch_and_op with a derived datatype");
+        return MPI_ERR_TYPE;
+    }
     return ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module(win), origin_addr, 1, dt, result_addr,
                                   1, dt, target, target_disp, 1, dt, op);
 }
@@ -405,6 +411,11 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
     char *t;
     int rc, rc_unlock;
 
+    /* MPI 3.1 section 11.3.4.4: a predefined datatype (Open MPI does not check it). */
+    if (!ompi_datatype_is_predefined(dt)) {
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Compare_and_swap with a derived datatype");
+        return MPI_ERR_TYPE;
+    }
     rc = ompi_osc_gpuic_check_access(module, target);
     if (rc != OMPI_SUCCESS) {
         return rc;

@@ -80,20 +80,28 @@ static int ompi_osc_gpuic_group_ranks(ompi_osc_gpuic_module_t *module, struct om
     return OMPI_SUCCESS;
 }
 
-/* Waits until the counter at @p offset of our state block exceeds *seen, then consumes one. */
-static void ompi_osc_gpuic_wait_counter(ompi_osc_gpuic_module_t *module, size_t offset,
-                                        uint64_t *seen)
+/* Waits until the counter at @p offset of our state block exceeds *seen, then consumes one.
+ * @p what and @p peer name the wait in the log line of a timeout. */
+static int ompi_osc_gpuic_wait_counter(ompi_osc_gpuic_module_t *module, size_t offset,
+                                       uint64_t *seen, const char *what, int peer)
 {
     gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
-    unsigned spins = 0;
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    gpuic_status_t status;
 
     while (ompi_osc_gpuic_state_read_local(module, offset) <= *seen) {
         /* Peers' UCX atomics may need our progress (software-emulated atomics). */
-        if (gpuic_context_progress(ctx) == 0) {
-            gpuic_context_wait_idle(ctx, ++spins);
+        status = gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx));
+        if (status != GPUIC_OK) {
+            gpuic_log(GPUIC_LOG_ERROR,
+                      "%s on window %d: rank %d did not signal within %.1f s "
+                      "(osc_gpuic_timeout); giving up",
+                      what, module->id, peer, gpuic_context_timeout(ctx));
+            return ompi_osc_gpuic_error(status);
         }
     }
     (*seen)++;
+    return OMPI_SUCCESS;
 }
 
 int ompi_osc_gpuic_start(struct ompi_group_t *group, int mpi_assert, struct ompi_win_t *win)
@@ -114,11 +122,18 @@ int ompi_osc_gpuic_start(struct ompi_group_t *group, int mpi_assert, struct ompi
         return rc;
     }
     /* Each target's MPI_Win_post adds one to our counter for it; NOCHECK says it has. */
-    for (i = 0; i < n; ++i) {
-        if (!(mpi_assert & MPI_MODE_NOCHECK)) {
-            ompi_osc_gpuic_wait_counter(module, ompi_osc_gpuic_state_post_offset(ranks[i]),
-                                        &module->posts_seen[ranks[i]]);
+    for (i = 0; i < n && !(mpi_assert & MPI_MODE_NOCHECK); ++i) {
+        rc = ompi_osc_gpuic_wait_counter(module, ompi_osc_gpuic_state_post_offset(ranks[i]),
+                                         &module->posts_seen[ranks[i]],
+                                         "MPI_Win_start (waiting for MPI_Win_post)", ranks[i]);
+        if (rc != OMPI_SUCCESS) {
+            /* No access epoch opened; posts already consumed stay consumed. */
+            free(ranks);
+            opal_mutex_unlock(&module->lock);
+            return rc;
         }
+    }
+    for (i = 0; i < n; ++i) {
         module->start_member[ranks[i]] = 1;
     }
     module->start_ranks = ranks;
@@ -188,7 +203,7 @@ int ompi_osc_gpuic_post(struct ompi_group_t *group, int mpi_assert, struct ompi_
  * when @p block, once they have). */
 static int ompi_osc_gpuic_exposure_end(ompi_osc_gpuic_module_t *module, bool block, int *flag)
 {
-    int i;
+    int i, rc = OMPI_SUCCESS;
 
     if (module->post_n < 0) {
         gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_wait/test without MPI_Win_post");
@@ -207,19 +222,22 @@ static int ompi_osc_gpuic_exposure_end(ompi_osc_gpuic_module_t *module, bool blo
             }
         }
     }
-    for (i = 0; i < module->post_n; ++i) {
+    for (i = 0; i < module->post_n && rc == OMPI_SUCCESS; ++i) {
         int o = module->post_ranks[i];
 
-        ompi_osc_gpuic_wait_counter(module, ompi_osc_gpuic_state_complete_offset(o),
-                                    &module->completes_seen[o]);
+        rc = ompi_osc_gpuic_wait_counter(module, ompi_osc_gpuic_state_complete_offset(o),
+                                         &module->completes_seen[o],
+                                         "MPI_Win_wait (waiting for MPI_Win_complete)", o);
     }
+    /* A timed-out wait ends the exposure epoch too: the missing origin is presumed gone, and
+     * the window can still be used with the others (or freed). */
     free(module->post_ranks);
     module->post_ranks = NULL;
     module->post_n = -1;
     /* The origins' data is in the window: order our later loads after their arrival. */
     opal_atomic_mb();
     *flag = 1;
-    return OMPI_SUCCESS;
+    return rc;
 }
 
 int ompi_osc_gpuic_wait(struct ompi_win_t *win)

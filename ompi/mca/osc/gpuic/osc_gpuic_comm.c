@@ -142,16 +142,29 @@ int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
     status = gpuic_ep_flush(peer->ep);
     if (status == GPUIC_OK) {
         ompi_osc_gpuic_counter_raise(&peer->ucx_flushed, issued);
+    } else if (status == GPUIC_ERR_TIMED_OUT) {
+        gpuic_log(GPUIC_LOG_ERROR,
+                  "flush to rank %d of window %d not acknowledged within %.1f s "
+                  "(osc_gpuic_timeout); giving up",
+                  target, module->id, gpuic_context_timeout(mca_osc_gpuic_component.ctx));
     }
     return ompi_osc_gpuic_error(status);
 }
 
 int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target)
 {
+    gpuic_status_t status;
+
     /* Direct copies completed in place; UCX operations are counted until local completion. */
     opal_atomic_mb();
-    return ompi_osc_gpuic_error(gpuic_lcc_wait(mca_osc_gpuic_component.ctx,
-                                               &module->peers[target].lcc));
+    status = gpuic_lcc_wait(mca_osc_gpuic_component.ctx, &module->peers[target].lcc);
+    if (status == GPUIC_ERR_TIMED_OUT) {
+        gpuic_log(GPUIC_LOG_ERROR,
+                  "local completion of operations to rank %d of window %d took over %.1f s "
+                  "(osc_gpuic_timeout); giving up",
+                  target, module->id, gpuic_context_timeout(mca_osc_gpuic_component.ctx));
+    }
+    return ompi_osc_gpuic_error(status);
 }
 
 int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)

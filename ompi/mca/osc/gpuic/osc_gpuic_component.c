@@ -47,6 +47,7 @@ ompi_osc_gpuic_component_t mca_osc_gpuic_component = {
     .verbose = 1,
     .direct = true,
     .max_attach = 64,
+    .timeout = 60.0,
 };
 
 static int ompi_osc_gpuic_component_register(void)
@@ -77,6 +78,13 @@ static int ompi_osc_gpuic_component_register(void)
         "with MPI_ERR_RMA_ATTACH)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.max_attach);
+    (void)mca_base_component_var_register(
+        c, "timeout",
+        "Seconds a wait that depends on another process (lock acquisition, accumulate lock, "
+        "MPI_Win_start/wait, flushes and atomics) may take before the call fails with "
+        "MPI_ERR_OTHER, e.g. when that process died; 0 waits forever",
+        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_gpuic_component.timeout);
     return OMPI_SUCCESS;
 }
 
@@ -180,6 +188,9 @@ int ompi_osc_gpuic_context_get(gpuic_context_t **ctx_p)
     if (c->ctx == NULL) {
         params.thread_multiple = c->thread_multiple;
         status = gpuic_context_create(&params, &c->ctx);
+        if (status == GPUIC_OK) {
+            gpuic_context_set_timeout(c->ctx, c->timeout);
+        }
     }
     *ctx_p = c->ctx;
     opal_mutex_unlock(&c->lock);

@@ -33,15 +33,33 @@ int ompi_osc_gpuic_check_range(ompi_osc_gpuic_module_t *module, int target, ptrd
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
     ptrdiff_t lo, hi, offset;
 
+    ptrdiff_t first, end;
+    bool wrapped;
+
     ompi_osc_gpuic_dt_bounds(dt, count, &lo, &hi);
     if (module->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
-        /* Displacements are absolute addresses (MPI_Get_address at the target). */
+        /* Displacements are absolute addresses (MPI_Get_address at the target).  An access
+         * whose end wraps around the address space would look like a short one at address 0. */
+        if ((uint64_t)disp + (uint64_t)hi < (uint64_t)disp ||
+            (uint64_t)disp + (uint64_t)lo > (uint64_t)disp + (uint64_t)hi) {
+            gpuic_log(GPUIC_LOG_DEBUG, "rank %d: access at %#tx wraps around the address space",
+                      ompi_osc_gpuic_rank(module), disp);
+            return MPI_ERR_RMA_RANGE;
+        }
         *raddr_p = (uint64_t)disp;
         return ompi_osc_gpuic_dynamic_resolve(module, target, (uint64_t)(disp + lo),
                                               (uint64_t)(disp + hi), region_p);
     }
-    offset = disp * (ptrdiff_t)peer->disp_unit;
-    if (disp < 0 || offset + lo < 0 || (uint64_t)(offset + hi) > peer->win.size) {
+    /* A huge displacement must not wrap disp * disp_unit back into the window. */
+    wrapped = __builtin_mul_overflow(disp, (ptrdiff_t)peer->disp_unit, &offset) ||
+              __builtin_add_overflow(offset, lo, &first) ||
+              __builtin_add_overflow(offset, hi, &end);
+    if (wrapped || disp < 0 || first < 0 || (uint64_t)end > peer->win.size) {
+        if (wrapped) {
+            gpuic_log(GPUIC_LOG_DEBUG, "rank %d: displacement %td times %d overflows",
+                      ompi_osc_gpuic_rank(module), disp, peer->disp_unit);
+            return MPI_ERR_RMA_RANGE;
+        }
         gpuic_log(GPUIC_LOG_DEBUG, "rank %d: access [%td, %td) outside target %d's window of "
                   "%" PRIu64 " bytes", ompi_osc_gpuic_rank(module), offset + lo, offset + hi,
                   target, peer->win.size);

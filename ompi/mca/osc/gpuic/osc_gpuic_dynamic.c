@@ -229,8 +229,9 @@ static int ompi_osc_gpuic_table_read(ompi_osc_gpuic_module_t *module, int target
                                      ompi_osc_gpuic_table_t *copy, uint64_t *seq_p)
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
+    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
     uint64_t before, after;
-    unsigned spins = 0;
     gpuic_status_t status;
     int rc;
 
@@ -262,8 +263,15 @@ static int ompi_osc_gpuic_table_read(ompi_osc_gpuic_module_t *module, int target
                 return OMPI_SUCCESS;
             }
         }
-        gpuic_context_progress(mca_osc_gpuic_component.ctx);
-        gpuic_context_wait_idle(mca_osc_gpuic_component.ctx, ++spins);
+        /* The target is rewriting its table (odd sequence), or rewrote it while we copied. */
+        status = gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx));
+        if (status != GPUIC_OK) {
+            gpuic_log(GPUIC_LOG_ERROR,
+                      "region table of rank %d of window %d stayed mid-update for %.1f s "
+                      "(osc_gpuic_timeout); giving up",
+                      target, module->id, gpuic_context_timeout(ctx));
+            return ompi_osc_gpuic_error(status);
+        }
     }
 }
 

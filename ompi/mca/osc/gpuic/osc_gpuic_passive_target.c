@@ -3,8 +3,8 @@
  *
  * Each window's state block holds a lock word per process.  A shared lock adds 1 and backs out
  * if it finds the exclusive bit; an exclusive lock swaps 0 for OMPI_OSC_GPUIC_LOCK_EXCLUSIVE.
- * Both retry, yielding, until they succeed.  Unlock completes the holder's operations at the
- * target first, then releases the word.
+ * Both retry, yielding, until they succeed or osc_gpuic_timeout passes (the holder may have
+ * died).  Unlock completes the holder's operations at the target first, then releases the word.
  */
 #include "ompi_config.h"
 
@@ -18,8 +18,9 @@ static int ompi_osc_gpuic_lock_acquire(ompi_osc_gpuic_module_t *module, int targ
 {
     const size_t lock = offsetof(ompi_osc_gpuic_state_t, lock);
     gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    gpuic_status_t status;
     uint64_t old;
-    unsigned spins = 0;
     int rc;
 
     for (;;) {
@@ -40,8 +41,15 @@ static int ompi_osc_gpuic_lock_acquire(ompi_osc_gpuic_module_t *module, int targ
             }
         }
         /* Contended: let the holder (possibly on this core) run. */
-        gpuic_context_progress(ctx);
-        gpuic_context_wait_idle(ctx, ++spins);
+        status = gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx));
+        if (status != GPUIC_OK) {
+            gpuic_log(GPUIC_LOG_ERROR,
+                      "%s lock on rank %d of window %d still taken by another process after "
+                      "%.1f s (osc_gpuic_timeout); giving up",
+                      lock_type == MPI_LOCK_EXCLUSIVE ? "exclusive" : "shared", target,
+                      module->id, gpuic_context_timeout(ctx));
+            return ompi_osc_gpuic_error(status);
+        }
     }
 }
 

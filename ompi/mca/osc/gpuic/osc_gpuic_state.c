@@ -48,7 +48,12 @@ int ompi_osc_gpuic_state_fetch(ompi_osc_gpuic_module_t *module, int target, size
     }
     status = gpuic_rma_atomic_fetch(peer->ep, op, value, compare, 8, peer->state_addr + offset,
                                     peer->state_rkey, old_p);
-    if (status != GPUIC_OK) {
+    if (status == GPUIC_ERR_TIMED_OUT) {
+        gpuic_log(GPUIC_LOG_ERROR,
+                  "atomic on the state of rank %d of window %d got no answer in %.1f s "
+                  "(osc_gpuic_timeout); giving up",
+                  target, module->id, gpuic_context_timeout(mca_osc_gpuic_component.ctx));
+    } else if (status != GPUIC_OK) {
         gpuic_log(GPUIC_LOG_ERROR, "atomic on the state of rank %d failed: %s", target,
                   gpuic_status_string(status));
     }
@@ -72,7 +77,9 @@ uint64_t ompi_osc_gpuic_state_read_local(ompi_osc_gpuic_module_t *module, size_t
 int ompi_osc_gpuic_acc_lock(ompi_osc_gpuic_module_t *module, int target)
 {
     uint64_t me = (uint64_t)ompi_comm_rank(module->comm) + 1, old = 0;
-    unsigned spins = 0;
+    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    gpuic_status_t status;
     int rc;
 
     for (;;) {
@@ -82,8 +89,15 @@ int ompi_osc_gpuic_acc_lock(ompi_osc_gpuic_module_t *module, int target)
         if (rc != OMPI_SUCCESS || old == 0) {
             return rc;
         }
-        gpuic_context_progress(mca_osc_gpuic_component.ctx);
-        gpuic_context_wait_idle(mca_osc_gpuic_component.ctx, ++spins);
+        status = gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx));
+        if (status != GPUIC_OK) {
+            /* old - 1 is the holder's rank */
+            gpuic_log(GPUIC_LOG_ERROR,
+                      "accumulate lock on rank %d of window %d still held by rank %d after "
+                      "%.1f s (osc_gpuic_timeout); giving up",
+                      target, module->id, (int)(old - 1), gpuic_context_timeout(ctx));
+            return ompi_osc_gpuic_error(status);
+        }
     }
 }
 
