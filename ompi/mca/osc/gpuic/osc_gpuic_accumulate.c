@@ -179,16 +179,18 @@ static int ompi_osc_gpuic_acc_locked(ompi_osc_gpuic_acc_t *acc, size_t bytes, ui
 static bool ompi_osc_gpuic_acc_single(ompi_osc_gpuic_acc_t *acc, const void *origin, int ocount,
                                       struct ompi_datatype_t *odt, void *result, int rcount,
                                       struct ompi_datatype_t *rdt, uint64_t raddr, int tcount,
-                                      struct ompi_datatype_t *tdt)
+                                      struct ompi_datatype_t *tdt, bool has_origin,
+                                      bool fetching)
 {
     char *t, scratch[8];
     ptrdiff_t lb, extent;
 
+    /* Buffers at MPI_BOTTOM (address 0 plus absolute datatypes) take the general path. */
     if (!acc->module->all_direct || tcount != 1 || !ompi_datatype_is_predefined(tdt) ||
         (gpuic_cuda_available() &&
          (gpuic_cuda_is_device_ptr(origin) || gpuic_cuda_is_device_ptr(result))) ||
-        (origin != NULL && (ocount != 1 || odt != tdt)) ||
-        (result != NULL && (rcount != 1 || rdt != tdt))) {
+        (has_origin && (origin == NULL || ocount != 1 || odt != tdt)) ||
+        (fetching && (result == NULL || rcount != 1 || rdt != tdt))) {
         return false;
     }
     ompi_datatype_type_size(tdt, &acc->esize);
@@ -198,7 +200,8 @@ static bool ompi_osc_gpuic_acc_single(ompi_osc_gpuic_acc_t *acc, const void *ori
         return false;
     }
     acc->prim = tdt;
-    ompi_osc_gpuic_acc_elem_atomic(acc, t, origin, result != NULL ? result : scratch);
+    ompi_osc_gpuic_acc_elem_atomic(acc, t, has_origin ? origin : NULL,
+                                   fetching ? result : scratch);
     return true;
 }
 
@@ -214,6 +217,7 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
 {
     ompi_osc_gpuic_acc_t acc = {module, target, NULL, op, NULL, 0, 0, NULL, NULL};
     ompi_osc_gpuic_bounce_t ob = {0}, rb = {0};
+    bool has_origin, fetching;
     int rc_b;
     size_t tsize, osize, rsize, nbytes, bytes;
     ptrdiff_t lb, extent;
@@ -228,15 +232,17 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
     module->ops_since_fence++;
     ompi_datatype_type_size(tdt, &tsize);
     nbytes = tsize * (size_t)tcount;
-    if (ompi_osc_gpuic_op_is(op, &ompi_mpi_op_no_op.op)) {
-        origin = NULL;
-    } else {
+    /* Whether there is an origin or a result is told by the op and the result datatype, not
+     * by the addresses: MPI_BOTTOM (NULL) with absolute datatypes is a valid buffer. */
+    has_origin = !ompi_osc_gpuic_op_is(op, &ompi_mpi_op_no_op.op);
+    fetching = rdt != NULL;
+    if (has_origin) {
         ompi_datatype_type_size(odt, &osize);
         if (osize * (size_t)ocount != nbytes) {
             return MPI_ERR_TYPE;
         }
     }
-    if (result != NULL) {
+    if (fetching) {
         ompi_datatype_type_size(rdt, &rsize);
         if (rsize * (size_t)rcount != nbytes) {
             return MPI_ERR_TYPE;
@@ -250,7 +256,7 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
         return rc;
     }
     if (ompi_osc_gpuic_acc_single(&acc, origin, ocount, odt, result, rcount, rdt, raddr, tcount,
-                                  tdt)) {
+                                  tdt, has_origin, fetching)) {
         return OMPI_SUCCESS;
     }
     rc = ompi_osc_base_get_primitive_type_info(tdt, &acc.prim, &prim_count);
@@ -263,20 +269,22 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
     bytes = (size_t)acc.nelem * (size_t)extent;
 
     acc.old = malloc(bytes);
-    acc.obuf = origin != NULL ? malloc(bytes) : NULL;
-    if (acc.old == NULL || (origin != NULL && acc.obuf == NULL)) {
+    acc.obuf = has_origin ? malloc(bytes) : NULL;
+    if (acc.old == NULL || (has_origin && acc.obuf == NULL)) {
         rc = MPI_ERR_NO_MEM;
         goto out_free;
     }
     /* origin and result may be device memory: work on host copies */
-    rc = ompi_osc_gpuic_bounce_in(&ob, (void *)origin, ocount, odt);
-    if (rc == OMPI_SUCCESS) {
+    if (has_origin) {
+        rc = ompi_osc_gpuic_bounce_in(&ob, (void *)origin, ocount, odt);
+    }
+    if (rc == OMPI_SUCCESS && fetching) {
         rc = ompi_osc_gpuic_bounce_in(&rb, result, rcount, rdt);
     }
     if (rc != OMPI_SUCCESS) {
         goto out_free;
     }
-    if (origin != NULL) {
+    if (has_origin) {
         rc = ompi_osc_gpuic_dt_copy(acc.obuf, acc.nelem, acc.prim, ob.buf, ocount, odt);
         if (rc != OMPI_SUCCESS) {
             goto out_free;
@@ -291,7 +299,7 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
     } else {
         rc = ompi_osc_gpuic_acc_locked(&acc, bytes, raddr, tcount, tdt);
     }
-    if (rc == OMPI_SUCCESS && result != NULL) {
+    if (rc == OMPI_SUCCESS && fetching) {
         rc = ompi_osc_gpuic_dt_copy(rb.buf, rcount, rdt, acc.old, acc.nelem, acc.prim);
     }
 out_free:
