@@ -747,6 +747,17 @@ __device__ static inline bool gpuic_dev_acc_elem(MPIX_Win_device win, MPIX_Devic
     return true;
 }
 
+/* Element @p i of a run of T at @p t, with the matching origin and result elements (either
+ * may be absent). */
+template <typename T, typename W, bool INTEGER>
+__device__ static inline bool gpuic_dev_acc_at(MPIX_Win_device win, MPIX_Device_op op, char *t,
+                                               const void *origin, void *result, int i)
+{
+    return gpuic_dev_acc_elem<T, W, INTEGER>(win, op, (T *)t + i,
+                                             origin ? ((const T *)origin)[i] : (T)0,
+                                             result ? (T *)result + i : NULL);
+}
+
 /* Updates elements [first, count) in steps of @p stride; false for an op/type mismatch. */
 __device__ static inline bool gpuic_dev_acc_range(MPIX_Win_device win, char *t,
                                                   const void *origin, void *result,
@@ -759,34 +770,25 @@ __device__ static inline bool gpuic_dev_acc_range(MPIX_Win_device win, char *t,
 
         switch (type) {
         case MPIX_DEVICE_INT32:
-            ok = gpuic_dev_acc_elem<int32_t, unsigned int, true>(
-                win, op, (int32_t *)t + i, origin ? ((const int32_t *)origin)[i] : 0,
-                result ? (int32_t *)result + i : NULL);
+            ok = gpuic_dev_acc_at<int32_t, unsigned int, true>(win, op, t, origin, result, i);
             break;
         case MPIX_DEVICE_UINT32:
-            ok = gpuic_dev_acc_elem<uint32_t, unsigned int, true>(
-                win, op, (uint32_t *)t + i, origin ? ((const uint32_t *)origin)[i] : 0,
-                result ? (uint32_t *)result + i : NULL);
+            ok = gpuic_dev_acc_at<uint32_t, unsigned int, true>(win, op, t, origin, result, i);
             break;
         case MPIX_DEVICE_INT64:
-            ok = gpuic_dev_acc_elem<int64_t, unsigned long long, true>(
-                win, op, (int64_t *)t + i, origin ? ((const int64_t *)origin)[i] : 0,
-                result ? (int64_t *)result + i : NULL);
+            ok = gpuic_dev_acc_at<int64_t, unsigned long long, true>(win, op, t, origin, result,
+                                                                     i);
             break;
         case MPIX_DEVICE_UINT64:
-            ok = gpuic_dev_acc_elem<uint64_t, unsigned long long, true>(
-                win, op, (uint64_t *)t + i, origin ? ((const uint64_t *)origin)[i] : 0,
-                result ? (uint64_t *)result + i : NULL);
+            ok = gpuic_dev_acc_at<uint64_t, unsigned long long, true>(win, op, t, origin, result,
+                                                                      i);
             break;
         case MPIX_DEVICE_FLOAT:
-            ok = gpuic_dev_acc_elem<float, unsigned int, false>(
-                win, op, (float *)t + i, origin ? ((const float *)origin)[i] : 0.0f,
-                result ? (float *)result + i : NULL);
+            ok = gpuic_dev_acc_at<float, unsigned int, false>(win, op, t, origin, result, i);
             break;
         case MPIX_DEVICE_DOUBLE:
-            ok = gpuic_dev_acc_elem<double, unsigned long long, false>(
-                win, op, (double *)t + i, origin ? ((const double *)origin)[i] : 0.0,
-                result ? (double *)result + i : NULL);
+            ok = gpuic_dev_acc_at<double, unsigned long long, false>(win, op, t, origin, result,
+                                                                     i);
             break;
         default:
             ok = false;

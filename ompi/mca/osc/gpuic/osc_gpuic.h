@@ -288,6 +288,8 @@ int ompi_osc_gpuic_rget(void *origin_addr, int origin_count, struct ompi_datatyp
                         struct ompi_request_t **request);
 /** MPI_ERR_RMA_SYNC unless the window is in an access epoch that covers @p target. */
 int ompi_osc_gpuic_check_access(ompi_osc_gpuic_module_t *module, int target);
+/** ompi_osc_gpuic_check_access(), and on success counts the operation for its fence epoch. */
+int ompi_osc_gpuic_begin_op(ompi_osc_gpuic_module_t *module, int target);
 /**
  * Completes this process's operations to @p target at the target: a memory barrier for direct
  * stores, and a UCX flush when UCX operations went to it since its last flush.

@@ -225,11 +225,10 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
     uint64_t raddr;
     int rc;
 
-    rc = ompi_osc_gpuic_check_access(module, target);
+    rc = ompi_osc_gpuic_begin_op(module, target);
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    module->ops_since_fence++;
     ompi_datatype_type_size(tdt, &tsize);
     nbytes = tsize * (size_t)tcount;
     /* Whether there is an origin or a result is told by the op and the result datatype, not
@@ -424,11 +423,10 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
         gpuic_log(GPUIC_LOG_DEBUG, "MPI_Compare_and_swap with a derived datatype");
         return MPI_ERR_TYPE;
     }
-    rc = ompi_osc_gpuic_check_access(module, target);
+    rc = ompi_osc_gpuic_begin_op(module, target);
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    module->ops_since_fence++;
     rc = ompi_osc_gpuic_check_range(module, target, target_disp, 1, dt, &raddr, &region);
     if (rc != OMPI_SUCCESS) {
         return rc;

@@ -14,6 +14,16 @@
 
 #include "osc_gpuic.h"
 
+int ompi_osc_gpuic_begin_op(ompi_osc_gpuic_module_t *module, int target)
+{
+    int rc = ompi_osc_gpuic_check_access(module, target);
+
+    if (rc == OMPI_SUCCESS) {
+        module->ops_since_fence++; /* a fence epoch with operations is an epoch */
+    }
+    return rc;
+}
+
 int ompi_osc_gpuic_check_access(ompi_osc_gpuic_module_t *module, int target)
 {
     switch (module->epoch) {
@@ -205,11 +215,10 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
     uint64_t raddr;
     int rc;
 
-    rc = ompi_osc_gpuic_check_access(module, target);
+    rc = ompi_osc_gpuic_begin_op(module, target);
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    module->ops_since_fence++;
     ompi_datatype_type_size(odt, &osize);
     ompi_datatype_type_size(tdt, &tsize);
     if (osize * (size_t)ocount != tsize * (size_t)tcount) {
