@@ -3,10 +3,14 @@
 # at $GPUIC_TEST_NP ranks.  Passes when no "definitely lost" block and no invalid access or
 # free has a frame of gpuic in its stack (gpuic_*, ompi_osc_gpuic_*, mca_osc_gpuic.so,
 # libgpuic.so); Open MPI's, PMIx's and UCX's own reports are not ours and are ignored.
-# Skipped (77) without valgrind.
+# Skipped (77) without valgrind, and in sanitizer builds.
 command -v valgrind >/dev/null 2>&1 || { echo "valgrind not installed"; exit 77; }
 prog="$GPUIC_TEST_BUILD/test/mpi/test_winloop"
 [ -x "$prog" ] || { echo "not built: $prog"; exit 1; }
+# A sanitizer build cannot run under valgrind (both replace the allocator).
+if ldd "$prog" 2>/dev/null | grep -qE 'lib(a|t|ub)san'; then
+    echo "sanitizer build: valgrind does not apply"; exit 77
+fi
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 # Components are dlclose()d at finalize: keep their frames resolvable in the leak report
