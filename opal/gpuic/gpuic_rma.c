@@ -1,5 +1,6 @@
 #include "gpuic_rma.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "gpuic_log.h"
@@ -188,7 +189,15 @@ typedef struct gpuic_rma_reply {
     uint32_t reply32;
 } gpuic_rma_reply_t;
 
-static __thread gpuic_rma_reply_t *gpuic_rma_reply_slot;
+/* The calling thread's slot, freed when the thread exits (a slot abandoned after a timeout is
+ * taken out of the key first and never freed: a late reply may still land in it). */
+static pthread_key_t gpuic_rma_reply_key;
+static pthread_once_t gpuic_rma_reply_once = PTHREAD_ONCE_INIT;
+
+static void gpuic_rma_reply_key_create(void)
+{
+    (void)pthread_key_create(&gpuic_rma_reply_key, free);
+}
 
 gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint64_t value,
                                       uint64_t compare, size_t size, uint64_t raddr,
@@ -200,18 +209,20 @@ gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint
      * which it then overwrites with the old value.  UCX copies the operand before returning. */
     uint64_t operand = op == GPUIC_ATOMIC_CSWAP ? compare : value;
     uint32_t operand32 = (uint32_t)operand;
-    gpuic_rma_reply_t *slot = gpuic_rma_reply_slot;
+    gpuic_rma_reply_t *slot;
     gpuic_status_t status;
 
     if ((size != 4 && size != 8) || !gpuic_rma_atomic_ucp_op(op, &ucp_op)) {
         return GPUIC_ERR_INVALID_PARAM;
     }
+    pthread_once(&gpuic_rma_reply_once, gpuic_rma_reply_key_create);
+    slot = pthread_getspecific(gpuic_rma_reply_key);
     if (slot == NULL) {
         slot = malloc(sizeof(*slot));
-        if (slot == NULL) {
+        if (slot == NULL || pthread_setspecific(gpuic_rma_reply_key, slot) != 0) {
+            free(slot);
             return GPUIC_ERR_NO_MEMORY;
         }
-        gpuic_rma_reply_slot = slot;
     }
     slot->reply = op == GPUIC_ATOMIC_CSWAP ? value : 0;
     slot->reply32 = (uint32_t)slot->reply;
@@ -225,7 +236,7 @@ gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint
     if (status == GPUIC_OK) {
         *result_p = size == 4 ? slot->reply32 : slot->reply;
     } else if (status == GPUIC_ERR_TIMED_OUT) {
-        gpuic_rma_reply_slot = NULL;
+        (void)pthread_setspecific(gpuic_rma_reply_key, NULL); /* abandoned, see above */
     }
     return status;
 }
