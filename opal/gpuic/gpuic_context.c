@@ -10,6 +10,10 @@
  * oversubscribed node (several ranks per core) makes progress, long enough that a dedicated core
  * sees no sched_yield() cost on a fast completion. */
 #define GPUIC_WAIT_SPINS_BEFORE_YIELD 64
+/* Rounds (about a millisecond of yielding) before a waiter sleeps between rounds, and for how
+ * long: long waits cost no core, short ones never sleep. */
+#define GPUIC_WAIT_SPINS_BEFORE_SLEEP 4096
+#define GPUIC_WAIT_SLEEP_NS 50000
 
 /* Rounds of a bounded wait between two clock reads: the clock costs little, but a wait that
  * spins without yielding runs many rounds per microsecond. */
@@ -112,7 +116,13 @@ unsigned gpuic_context_progress(gpuic_context_t *ctx)
 void gpuic_context_wait_idle(gpuic_context_t *ctx, unsigned spins)
 {
     (void)ctx;
-    if (spins >= GPUIC_WAIT_SPINS_BEFORE_YIELD) {
+    if (spins >= GPUIC_WAIT_SPINS_BEFORE_SLEEP) {
+        /* A wait this long is on another process (a held lock, a peer not yet posted): sleep
+         * briefly instead of yielding in a loop, which would still keep a core busy. */
+        struct timespec ts = {0, GPUIC_WAIT_SLEEP_NS};
+
+        nanosleep(&ts, NULL);
+    } else if (spins >= GPUIC_WAIT_SPINS_BEFORE_YIELD) {
         sched_yield();
     }
 }

@@ -93,7 +93,8 @@ gpuic_status_t gpuic_context_wait_round(gpuic_context_t *ctx, gpuic_wait_t *wait
 /**
  * Called by blocking waits between unsuccessful progress rounds.  It keeps an idle waiter
  * from holding a core that other processes on an oversubscribed node need: after a short
- * spin it yields the processor.  @p spins counts the rounds so far of one wait.  It does not
+ * spin it yields the processor, and after about a millisecond of yielding it sleeps 50 us
+ * between rounds.  @p spins counts the rounds so far of one wait.  It does not
  * bound the wait: waits that depend on a peer use gpuic_context_wait_round().
  */
 void gpuic_context_wait_idle(gpuic_context_t *ctx, unsigned spins);
