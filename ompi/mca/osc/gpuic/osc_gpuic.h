@@ -182,6 +182,29 @@ typedef struct ompi_osc_gpuic_module {
     struct ompi_osc_gpuic_module *next, *prev; /**< the component's list of live windows */
 } ompi_osc_gpuic_module_t;
 
+/**
+ * Process-wide event counters, exported read-only as MPI_T performance variables
+ * (osc_gpuic_<field>, registered in osc_gpuic_component.c).  Updated with relaxed atomic adds
+ * only: they order nothing, and a counter is never worth a lock on the RMA path.
+ */
+typedef struct ompi_osc_gpuic_counters {
+    unsigned long long ops_direct;   /**< put/get/rput/rget calls served through a mapping */
+    unsigned long long ops_ucx;      /**< ...served through UCX */
+    unsigned long long bytes_direct; /**< bytes those direct calls moved */
+    unsigned long long bytes_ucx;    /**< bytes those UCX calls moved */
+    unsigned long long accumulates_atomic; /**< accumulate-family calls done by CPU atomics alone */
+    unsigned long long accumulates_locked; /**< ...that took the target's accumulate lock */
+    unsigned long long range_errors; /**< calls refused with MPI_ERR_RMA_RANGE */
+    unsigned long long flushes_skipped; /**< flushes with no UCX operation to wait for */
+    unsigned long long device_errors; /**< device-call errors reported at synchronization */
+} ompi_osc_gpuic_counters_t;
+
+/** Adds @p n to one of the component's counters. */
+static inline void ompi_osc_gpuic_count(unsigned long long *counter, unsigned long long n)
+{
+    __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
+}
+
 /** The component: one per process. */
 typedef struct ompi_osc_gpuic_component {
     ompi_osc_base_component_t super;
@@ -192,6 +215,8 @@ typedef struct ompi_osc_gpuic_component {
     bool direct;            /**< use direct load/store mappings to same-node peers */
     int  max_attach;        /**< regions a dynamic window can have attached at once */
     double timeout;         /**< seconds a wait on a peer may take before it fails; 0: forever */
+
+    ompi_osc_gpuic_counters_t counters; /**< MPI_T performance variables */
 
     /* Runtime state */
     bool              thread_multiple;

@@ -42,6 +42,7 @@ typedef struct ompi_osc_gpuic_acc {
      * functions take (pair types have padding). */
     char                    *obuf;  /* origin elements; NULL for MPI_NO_OP */
     char                    *old;   /* receives the old target elements */
+    bool                    locked; /* some element needed the accumulate lock */
 } ompi_osc_gpuic_acc_t;
 
 static bool ompi_osc_gpuic_op_is(const struct ompi_op_t *op, const struct ompi_op_t *which)
@@ -121,6 +122,7 @@ static int ompi_osc_gpuic_acc_direct_block(char *a, char *b, size_t len, void *a
         }
         return OMPI_SUCCESS;
     }
+    acc->locked = true;
     rc = ompi_osc_gpuic_acc_lock(acc->module, acc->target);
     if (rc != OMPI_SUCCESS) {
         return rc;
@@ -215,7 +217,7 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
                                   ptrdiff_t tdisp, int tcount, struct ompi_datatype_t *tdt,
                                   struct ompi_op_t *op)
 {
-    ompi_osc_gpuic_acc_t acc = {module, target, NULL, op, NULL, 0, 0, NULL, NULL};
+    ompi_osc_gpuic_acc_t acc = {module, target, NULL, op, NULL, 0, 0, NULL, NULL, false};
     ompi_osc_gpuic_bounce_t ob = {0}, rb = {0};
     bool has_origin, fetching;
     int rc_b;
@@ -256,6 +258,7 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
     }
     if (ompi_osc_gpuic_acc_single(&acc, origin, ocount, odt, result, rcount, rdt, raddr, tcount,
                                   tdt, has_origin, fetching)) {
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.accumulates_atomic, 1);
         return OMPI_SUCCESS;
     }
     rc = ompi_osc_base_get_primitive_type_info(tdt, &acc.prim, &prim_count);
@@ -296,7 +299,13 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
                                     tcount, tdt,
                                     ompi_osc_gpuic_acc_direct_block, &acc);
     } else {
+        acc.locked = true;
         rc = ompi_osc_gpuic_acc_locked(&acc, bytes, raddr, tcount, tdt);
+    }
+    if (rc == OMPI_SUCCESS) {
+        ompi_osc_gpuic_count(acc.locked ? &mca_osc_gpuic_component.counters.accumulates_locked
+                                        : &mca_osc_gpuic_component.counters.accumulates_atomic,
+                             1);
     }
     if (rc == OMPI_SUCCESS && fetching) {
         rc = ompi_osc_gpuic_dt_copy(rb.buf, rcount, rdt, acc.old, acc.nelem, acc.prim);
@@ -442,6 +451,7 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
         t = (char *)region->direct + (raddr - region->base);
         if (ompi_osc_gpuic_acc_atomic_class(esize, t)) {
             ompi_osc_gpuic_cas_atomic(t, origin_addr, compare_addr, result_addr, esize);
+            ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.accumulates_atomic, 1);
             return OMPI_SUCCESS;
         }
     }
@@ -464,7 +474,11 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
     }
     opal_atomic_wmb();
     rc_unlock = ompi_osc_gpuic_acc_unlock(module, target);
-    return rc != OMPI_SUCCESS ? rc : rc_unlock;
+    rc = rc != OMPI_SUCCESS ? rc : rc_unlock;
+    if (rc == OMPI_SUCCESS) {
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.accumulates_locked, 1);
+    }
+    return rc;
 }
 
 int ompi_osc_gpuic_raccumulate(const void *origin_addr, int origin_count,

@@ -147,6 +147,7 @@ int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
     opal_atomic_mb();
     issued = __atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE);
     if (issued == __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.flushes_skipped, 1);
         return OMPI_SUCCESS;
     }
     status = gpuic_ep_flush(peer->ep);
@@ -186,6 +187,7 @@ int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
     opal_atomic_mb();
     issued = __atomic_load_n(&module->ucx_issued, __ATOMIC_ACQUIRE);
     if (issued == __atomic_load_n(&module->ucx_flushed, __ATOMIC_ACQUIRE)) {
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.flushes_skipped, 1);
         return OMPI_SUCCESS;
     }
     /* What each peer had issued before the flush is what the flush covers. */
@@ -248,8 +250,19 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
     }
     if (rc != OMPI_SUCCESS) {
         gpuic_log(GPUIC_LOG_ERROR, "%s to rank %d failed", is_put ? "put" : "get", target);
+        return rc;
     }
-    return rc;
+    /* One region serves the whole call, so the call took one path. */
+    if (x.region->direct != NULL) {
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_direct, 1);
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_direct,
+                             tsize * (size_t)tcount);
+    } else {
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_ucx, 1);
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_ucx,
+                             tsize * (size_t)tcount);
+    }
+    return OMPI_SUCCESS;
 }
 
 int ompi_osc_gpuic_rma_layout(ompi_osc_gpuic_module_t *module, int target,

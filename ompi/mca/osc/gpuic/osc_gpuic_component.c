@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mpi.h"
+#include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
@@ -50,6 +51,59 @@ ompi_osc_gpuic_component_t mca_osc_gpuic_component = {
     .timeout = 60.0,
 };
 
+/* The counters exported as MPI_T performance variables, osc_gpuic_<name>. */
+static const struct {
+    const char *name;
+    size_t     offset; /* in ompi_osc_gpuic_counters_t */
+    const char *description;
+} ompi_osc_gpuic_pvars[] = {
+    {"ops_direct", offsetof(ompi_osc_gpuic_counters_t, ops_direct),
+     "MPI_Put/Get/Rput/Rget calls served by direct loads and stores through a mapping of the "
+     "target's memory (the target itself, same-node peers, shared windows)"},
+    {"ops_ucx", offsetof(ompi_osc_gpuic_counters_t, ops_ucx),
+     "MPI_Put/Get/Rput/Rget calls served through UCX"},
+    {"bytes_direct", offsetof(ompi_osc_gpuic_counters_t, bytes_direct),
+     "Bytes moved by the calls counted in osc_gpuic_ops_direct"},
+    {"bytes_ucx", offsetof(ompi_osc_gpuic_counters_t, bytes_ucx),
+     "Bytes moved by the calls counted in osc_gpuic_ops_ucx"},
+    {"accumulates_atomic", offsetof(ompi_osc_gpuic_counters_t, accumulates_atomic),
+     "Accumulate-family calls done entirely with CPU atomics on mapped target memory"},
+    {"accumulates_locked", offsetof(ompi_osc_gpuic_counters_t, accumulates_locked),
+     "Accumulate-family calls that took the target's accumulate lock (windows not mapped by "
+     "every process, elements CPU atomics cannot cover)"},
+    {"range_errors", offsetof(ompi_osc_gpuic_counters_t, range_errors),
+     "RMA calls refused with MPI_ERR_RMA_RANGE (outside the target window or not attached)"},
+    {"flushes_skipped", offsetof(ompi_osc_gpuic_counters_t, flushes_skipped),
+     "Flushes (explicit, or inside unlock, fence, complete and accumulates) that found no UCX "
+     "operation to wait for and made no UCX call"},
+    {"device_errors", offsetof(ompi_osc_gpuic_counters_t, device_errors),
+     "Errors of device-initiated calls, reported at the window's next synchronization"},
+};
+
+/*
+ * Read-only continuous counters bound to no object: one value per process, read by the
+ * default accessor straight from the component (no callback on the read path either).
+ */
+static void ompi_osc_gpuic_pvars_register(mca_base_component_t *c)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(ompi_osc_gpuic_pvars) / sizeof(ompi_osc_gpuic_pvars[0]); ++i) {
+        int rc = mca_base_component_pvar_register(
+            c, ompi_osc_gpuic_pvars[i].name, ompi_osc_gpuic_pvars[i].description,
+            OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG,
+            NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
+            MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL, NULL, NULL,
+            (char *)&mca_osc_gpuic_component.counters + ompi_osc_gpuic_pvars[i].offset);
+
+        /* Observability only: a counter that could not be exported costs nothing else. */
+        if (rc < 0) {
+            gpuic_log(GPUIC_LOG_WARN, "could not register MPI_T variable osc_gpuic_%s",
+                      ompi_osc_gpuic_pvars[i].name);
+        }
+    }
+}
+
 static int ompi_osc_gpuic_component_register(void)
 {
     mca_base_component_t *c = &mca_osc_gpuic_component.super.osc_version;
@@ -85,6 +139,7 @@ static int ompi_osc_gpuic_component_register(void)
         "MPI_ERR_OTHER, e.g. when that process died; 0 waits forever",
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.timeout);
+    ompi_osc_gpuic_pvars_register(c);
     return OMPI_SUCCESS;
 }
 

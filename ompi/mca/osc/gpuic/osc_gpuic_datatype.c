@@ -26,9 +26,9 @@ void ompi_osc_gpuic_dt_bounds(const struct ompi_datatype_t *dt, int count, ptrdi
     *hi_p = d->true_ub + (step > 0 ? step : 0);
 }
 
-int ompi_osc_gpuic_check_range(ompi_osc_gpuic_module_t *module, int target, ptrdiff_t disp,
-                               int count, struct ompi_datatype_t *dt, uint64_t *raddr_p,
-                               ompi_osc_gpuic_region_t **region_p)
+static int ompi_osc_gpuic_range_find(ompi_osc_gpuic_module_t *module, int target,
+                                     ptrdiff_t disp, int count, struct ompi_datatype_t *dt,
+                                     uint64_t *raddr_p, ompi_osc_gpuic_region_t **region_p)
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
     ptrdiff_t lo, hi, offset;
@@ -68,6 +68,19 @@ int ompi_osc_gpuic_check_range(ompi_osc_gpuic_module_t *module, int target, ptrd
     *raddr_p = peer->win.base + (uint64_t)offset;
     *region_p = &peer->win;
     return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_check_range(ompi_osc_gpuic_module_t *module, int target, ptrdiff_t disp,
+                               int count, struct ompi_datatype_t *dt, uint64_t *raddr_p,
+                               ompi_osc_gpuic_region_t **region_p)
+{
+    int rc = ompi_osc_gpuic_range_find(module, target, disp, count, dt, raddr_p, region_p);
+
+    /* Counted here, where every range refusal passes, not at each of its causes. */
+    if (rc == MPI_ERR_RMA_RANGE) {
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.range_errors, 1);
+    }
+    return rc;
 }
 
 /* Walks the contiguous blocks of (base, count, dt) in type-map order. */

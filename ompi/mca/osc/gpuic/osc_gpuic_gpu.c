@@ -133,6 +133,7 @@ int ompi_osc_gpuic_device_error(ompi_osc_gpuic_module_t *module)
     /* Written by device code through the mapping; taken once, so the next call is clean. */
     cls = __atomic_exchange_n(module->dev_error, 0, __ATOMIC_ACQ_REL);
     if (cls != 0) {
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.device_errors, 1);
         gpuic_log(GPUIC_LOG_DEBUG, "rank %d: a device call on window %d failed with class %u",
                   ompi_osc_gpuic_rank(module), module->id, cls);
     }
