@@ -378,6 +378,7 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
         for (int i = 0; i < 8; ++i) ((double *)(init + 64 * 9))[i] = -1e30;
         for (int i = 0; i < 8; ++i) ((int64_t *)(init + 64 * 2))[i] = -1;
         CUDA_CHECK(cudaMemcpy(base + OFF_ACC, init, sizeof(init), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaDeviceSynchronize()); /* a pageable copy may still be in flight */
     }
     MPI_Barrier(MPI_COMM_WORLD);
     CUDA_CHECK(cudaMemset(d_rc, 0, NRC * sizeof(int)));
@@ -505,7 +506,9 @@ static void test_host_calls(MPI_Win win, unsigned char *base)
     CHECK(bad == 0);
     /* accumulate from device memory into rank 0 */
     CUDA_CHECK(cudaMemcpy(dbuf, hbuf, sizeof(hbuf), cudaMemcpyHostToDevice));
+    /* the program's own writes to its window complete before the epoch that exposes them */
     if (rank == 0) CUDA_CHECK(cudaMemset(base + 512, 0, 256));
+    CUDA_CHECK(cudaDeviceSynchronize());
     MPI_Win_fence(0, win);
     CHECK(MPI_Accumulate(dbuf, 64, MPI_INT32_T, 0, 512, 64, MPI_INT32_T, MPI_SUM, win) ==
           MPI_SUCCESS);
@@ -523,6 +526,7 @@ static void test_host_calls(MPI_Win win, unsigned char *base)
     /* fetch_and_op from the host: every rank gets a distinct old value */
     int64_t one = 1, old = -1, *olds = (int64_t *)malloc(sizeof(int64_t) * nranks);
     if (rank == 0) CUDA_CHECK(cudaMemset(base + 2048, 0, 8));
+    CUDA_CHECK(cudaDeviceSynchronize());
     MPI_Win_fence(0, win);
     CHECK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, 2048, MPI_SUM, win) == MPI_SUCCESS);
     MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
