@@ -5,8 +5,9 @@
 # exits with test_soak's status.
 #
 # Environment: SOAK_NP (8), SOAK_SECONDS (600), SOAK_SEED (default: from the clock),
-# SOAK_OSC (gpuic; pt2pt runs the same traffic through Open MPI's own component, to tell a
-# gpuic bug from a test bug), SOAK_LOG (default _build/soak-DATE.log), GPUIC_BUILD_DIR.
+# SOAK_OSC (the osc component, default gpuic; Open MPI 4.1's pt2pt cannot serve
+# MPI_Win_allocate_shared, so a comparison run there ends with an MPI error in the first
+# shared phase), SOAK_LOG (default _build/soak-DATE.log), GPUIC_BUILD_DIR.
 # Extra arguments go to test_soak, e.g. contrib/soak.sh --phases 100.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
