@@ -62,40 +62,78 @@ static void ompi_osc_gpuic_acc_combine(const ompi_osc_gpuic_acc_t *acc, const ch
 }
 
 /*
+ * The aligned 4- or 8-byte word holding a naturally aligned element of 1, 2, 4 or 8 bytes,
+ * updated by compare-and-swap.  Its value is handled as an image: the word's bytes in memory
+ * order in the first 4 or 8 bytes of a uint64_t, so the element sits at byte @p shift of the
+ * image whatever the word size.
+ */
+typedef struct ompi_osc_gpuic_word {
+    uintptr_t addr;
+    size_t    size;
+    size_t    shift;
+} ompi_osc_gpuic_word_t;
+
+static ompi_osc_gpuic_word_t ompi_osc_gpuic_word_of(char *t, size_t esize)
+{
+    ompi_osc_gpuic_word_t w;
+
+    w.size = esize == 8 ? 8 : 4;
+    w.addr = (uintptr_t)t & ~(uintptr_t)(w.size - 1);
+    w.shift = (uintptr_t)t - w.addr;
+    return w;
+}
+
+static uint64_t ompi_osc_gpuic_word_load(const ompi_osc_gpuic_word_t *w)
+{
+    uint64_t image = 0;
+
+    if (w->size == 8) {
+        image = __atomic_load_n((uint64_t *)w->addr, __ATOMIC_ACQUIRE);
+    } else {
+        uint32_t v = __atomic_load_n((uint32_t *)w->addr, __ATOMIC_ACQUIRE);
+
+        memcpy(&image, &v, sizeof(v));
+    }
+    return image;
+}
+
+/* Replaces *cur by next if the word still holds *cur; else loads what it holds into *cur. */
+static bool ompi_osc_gpuic_word_cas(const ompi_osc_gpuic_word_t *w, uint64_t *cur, uint64_t next)
+{
+    uint32_t cur32, next32;
+    bool done;
+
+    if (w->size == 8) {
+        return __atomic_compare_exchange_n((uint64_t *)w->addr, cur, next, false,
+                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    memcpy(&cur32, cur, sizeof(cur32));
+    memcpy(&next32, &next, sizeof(next32));
+    done = __atomic_compare_exchange_n((uint32_t *)w->addr, &cur32, next32, false,
+                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    memcpy(cur, &cur32, sizeof(cur32));
+    return done;
+}
+
+/*
  * Updates one naturally aligned element of 1, 2, 4 or 8 bytes at @p t with a compare-and-swap
  * loop on the aligned word holding it; the other bytes of that word are written back as read.
  */
 static void ompi_osc_gpuic_acc_elem_atomic(const ompi_osc_gpuic_acc_t *acc, char *t,
                                            const char *origin, char *old)
 {
-    size_t wsize = acc->esize == 8 ? 8 : 4;
-    uintptr_t word = (uintptr_t)t & ~(uintptr_t)(wsize - 1);
-    size_t shift = (uintptr_t)t - word;
+    ompi_osc_gpuic_word_t w = ompi_osc_gpuic_word_of(t, acc->esize);
     bool no_op = ompi_osc_gpuic_op_is(acc->op, &ompi_mpi_op_no_op.op);
+    uint64_t cur = ompi_osc_gpuic_word_load(&w), next;
 
-    if (wsize == 8) {
-        uint64_t cur = __atomic_load_n((uint64_t *)word, __ATOMIC_ACQUIRE), next;
-        do {
-            next = cur;
-            memcpy(old, (char *)&next + shift, acc->esize);
-            if (no_op) {
-                return;
-            }
-            ompi_osc_gpuic_acc_combine(acc, origin, (char *)&next + shift, 1);
-        } while (!__atomic_compare_exchange_n((uint64_t *)word, &cur, next, false,
-                                              __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
-    } else {
-        uint32_t cur = __atomic_load_n((uint32_t *)word, __ATOMIC_ACQUIRE), next;
-        do {
-            next = cur;
-            memcpy(old, (char *)&next + shift, acc->esize);
-            if (no_op) {
-                return;
-            }
-            ompi_osc_gpuic_acc_combine(acc, origin, (char *)&next + shift, 1);
-        } while (!__atomic_compare_exchange_n((uint32_t *)word, &cur, next, false,
-                                              __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
-    }
+    do {
+        next = cur;
+        memcpy(old, (char *)&next + w.shift, acc->esize);
+        if (no_op) {
+            return;
+        }
+        ompi_osc_gpuic_acc_combine(acc, origin, (char *)&next + w.shift, 1);
+    } while (!ompi_osc_gpuic_word_cas(&w, &cur, next));
 }
 
 static bool ompi_osc_gpuic_acc_atomic_class(size_t esize, const char *t)
@@ -361,33 +399,17 @@ int ompi_osc_gpuic_fetch_and_op(const void *origin_addr, void *result_addr,
 static void ompi_osc_gpuic_cas_atomic(char *t, const void *value, const void *compare,
                                       void *result, size_t esize)
 {
-    size_t wsize = esize == 8 ? 8 : 4;
-    uintptr_t word = (uintptr_t)t & ~(uintptr_t)(wsize - 1);
-    size_t shift = (uintptr_t)t - word;
+    ompi_osc_gpuic_word_t w = ompi_osc_gpuic_word_of(t, esize);
+    uint64_t cur = ompi_osc_gpuic_word_load(&w), next;
 
-    if (wsize == 8) {
-        uint64_t cur = __atomic_load_n((uint64_t *)word, __ATOMIC_ACQUIRE), next;
-        do {
-            next = cur;
-            memcpy(result, (char *)&next + shift, esize);
-            if (memcmp(result, compare, esize) != 0) {
-                return;
-            }
-            memcpy((char *)&next + shift, value, esize);
-        } while (!__atomic_compare_exchange_n((uint64_t *)word, &cur, next, false,
-                                              __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
-    } else {
-        uint32_t cur = __atomic_load_n((uint32_t *)word, __ATOMIC_ACQUIRE), next;
-        do {
-            next = cur;
-            memcpy(result, (char *)&next + shift, esize);
-            if (memcmp(result, compare, esize) != 0) {
-                return;
-            }
-            memcpy((char *)&next + shift, value, esize);
-        } while (!__atomic_compare_exchange_n((uint32_t *)word, &cur, next, false,
-                                              __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
-    }
+    do {
+        next = cur;
+        memcpy(result, (char *)&next + w.shift, esize);
+        if (memcmp(result, compare, esize) != 0) {
+            return;
+        }
+        memcpy((char *)&next + w.shift, value, esize);
+    } while (!ompi_osc_gpuic_word_cas(&w, &cur, next));
 }
 
 /* compare_and_swap with some buffers in device memory: through host copies of all three. */
