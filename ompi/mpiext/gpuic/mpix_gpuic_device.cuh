@@ -28,6 +28,9 @@
  * Device calls may be mixed with host MPI calls on the same window across epochs: complete the
  * kernel (stream synchronisation) before the host synchronization call that ends the epoch.
  *
+ * Whether a call is allowed is decided by the plain-C checks of mpix_gpuic_device_check.h
+ * (shared with host tests); this file records their errors and moves the data.
+ *
  * Requires compute capability 7.0 or newer (acquire/release fences and loads).
  */
 #ifndef MPIX_GPUIC_DEVICE_CUH
@@ -39,48 +42,7 @@
 #include <mpi.h>
 
 #include "mpix_gpuic_device_types.h"
-
-/** Predefined operations of MPIX_Accumulate_device and MPIX_Fetch_and_op_device. */
-typedef enum MPIX_Device_op {
-    MPIX_DEVICE_SUM,
-    MPIX_DEVICE_PROD,
-    MPIX_DEVICE_MIN,
-    MPIX_DEVICE_MAX,
-    MPIX_DEVICE_BAND, /**< integer types only */
-    MPIX_DEVICE_BOR,  /**< integer types only */
-    MPIX_DEVICE_BXOR, /**< integer types only */
-    MPIX_DEVICE_LAND, /**< integer types only */
-    MPIX_DEVICE_LOR,  /**< integer types only */
-    MPIX_DEVICE_LXOR, /**< integer types only */
-    MPIX_DEVICE_REPLACE,
-    MPIX_DEVICE_NO_OP
-} MPIX_Device_op;
-
-/** Predefined element types of the device accumulate calls (MPI_INT32_T ... MPI_DOUBLE). */
-typedef enum MPIX_Device_type {
-    MPIX_DEVICE_INT32,
-    MPIX_DEVICE_UINT32,
-    MPIX_DEVICE_INT64,
-    MPIX_DEVICE_UINT64,
-    MPIX_DEVICE_FLOAT,
-    MPIX_DEVICE_DOUBLE
-} MPIX_Device_type;
-
-/** How MPIX_Put_signal_device updates the signal word. */
-typedef enum MPIX_Device_signal_op {
-    MPIX_DEVICE_SIGNAL_SET, /**< word = value */
-    MPIX_DEVICE_SIGNAL_ADD  /**< word += value */
-} MPIX_Device_signal_op;
-
-/** Conditions of MPIX_Signal_wait_until_device. */
-typedef enum MPIX_Device_cmp {
-    MPIX_DEVICE_CMP_EQ,
-    MPIX_DEVICE_CMP_NE,
-    MPIX_DEVICE_CMP_GT,
-    MPIX_DEVICE_CMP_GE,
-    MPIX_DEVICE_CMP_LT,
-    MPIX_DEVICE_CMP_LE
-} MPIX_Device_cmp;
+#include "mpix_gpuic_device_check.h"
 
 /* ---------------------------------------------------------------------------------------- */
 /* Internal helpers (gpuic_dev_*): not part of the API.                                      */
@@ -195,81 +157,48 @@ __device__ static inline int gpuic_dev_fail(MPIX_Win_device win, int cls)
     return cls;
 }
 
-/* MPI_SUCCESS when @p win is a live handle. */
-__device__ static inline int gpuic_dev_check_win(MPIX_Win_device win)
-{
-    return (win != NULL && __ldg(&win->magic) == MPIX_GPUIC_DEVICE_MAGIC) ? MPI_SUCCESS
-                                                                          : MPI_ERR_WIN;
-}
-
 /*
- * Resolves (target, disp, bytes) to a device address inside the target's window, checking
- * the handle, the rank, the path, the range (without overflow) and the alignment @p align
- * (1 for plain data).  Records and returns the error class on failure.
+ * Records the class a check of mpix_gpuic_device_check.h returned, and returns it.  A handle
+ * that is not live (MPI_ERR_WIN) has no error word to record in.
  */
-/**
- * One target of a window, resolved once: what device calls on it need, in registers.  Hot
- * loops resolve a target with MPIX_Win_target_device() and then call the *_target_device
- * functions, which check only the range (no loads from the window's handle).
- */
-typedef struct MPIX_Device_target {
-    MPIX_Win_device win;  /**< the window (for error recording) */
-    char     *base;       /**< device address of the target's window */
-    uint64_t size;        /**< bytes */
-    int32_t  disp_unit;   /**< the target's displacement unit */
-    int32_t  status;      /**< MPI_SUCCESS, or the error resolving the target gave */
-    bool     same_gpu;    /**< device-scope ordering suffices */
-} MPIX_Device_target;
+__device__ static inline int gpuic_dev_checked(MPIX_Win_device win, int rc)
+{
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_WIN) {
+        return gpuic_dev_fail(win, rc);
+    }
+    return rc;
+}
 
 /** Resolves @p target of @p win into *t (t->status holds the result, also returned). */
 __device__ static inline int MPIX_Win_target_device(MPIX_Win_device win, int target,
                                                     MPIX_Device_target *t)
 {
-    const MPIX_Gpuic_device_peer *peer;
-
-    t->win = win;
-    t->base = NULL;
-    t->size = 0;
-    t->disp_unit = 1;
-    t->same_gpu = false;
-    if (win == NULL || __ldg(&win->magic) != MPIX_GPUIC_DEVICE_MAGIC) {
-        t->win = NULL;
-        return t->status = MPI_ERR_WIN; /* no error word to record in */
-    }
-    if (target < 0 || target >= __ldg(&win->nranks)) {
-        return t->status = gpuic_dev_fail(win, MPI_ERR_RANK);
-    }
-    peer = &win->peers[target];
-    t->size = __ldg(&peer->size);
-    if (__ldg(&peer->path) != MPIX_GPUIC_DEVICE_PATH_P2P) {
-        return t->status = gpuic_dev_fail(win, t->size == 0 ? MPI_ERR_RMA_RANGE
-                                                            : MPI_ERR_UNSUPPORTED_OPERATION);
-    }
-    t->base = (char *)(uintptr_t)__ldg(&peer->base);
-    t->disp_unit = __ldg(&peer->disp_unit);
-    t->same_gpu = (__ldg(&win->flags) & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
-    return t->status = MPI_SUCCESS;
+    return gpuic_dev_checked(win, gpuic_dev_target_resolve(win, target, t));
 }
 
 /* The address of (disp, bytes) in a resolved target, checked: range without overflow, and
- * alignment @p align.  Records and returns the error class on failure. */
+ * alignment @p align.  Records and returns the error class on failure (a target that did not
+ * resolve recorded its error then). */
 __device__ static inline int gpuic_dev_target_addr(const MPIX_Device_target *t, MPI_Aint disp,
                                                    size_t bytes, size_t align, char **addr)
 {
-    uint64_t offset = (uint64_t)disp * (uint64_t)t->disp_unit;
-
     if (t->status != MPI_SUCCESS) {
         return t->status;
     }
-    if (disp < 0 || __umul64hi((uint64_t)disp, (uint64_t)t->disp_unit) != 0 ||
-        offset > t->size || bytes > t->size - offset) {
-        return gpuic_dev_fail(t->win, MPI_ERR_RMA_RANGE);
+    return gpuic_dev_checked(t->win, gpuic_dev_target_range(t, disp, bytes, align, addr));
+}
+
+/* The data and signal word addresses of a put-with-signal in a resolved target, checked like
+ * gpuic_dev_target_addr (the error recorded on failure). */
+__device__ static inline int gpuic_dev_target_signal_addr(const MPIX_Device_target *t,
+                                                          MPI_Aint disp, size_t bytes,
+                                                          MPI_Aint sig_disp, char **dst,
+                                                          char **sig)
+{
+    if (t->status != MPI_SUCCESS) {
+        return t->status;
     }
-    *addr = t->base + offset;
-    if (((uintptr_t)*addr & (align - 1)) != 0) {
-        return gpuic_dev_fail(t->win, MPI_ERR_ARG);
-    }
-    return MPI_SUCCESS;
+    return gpuic_dev_checked(t->win, gpuic_dev_target_signal(t, disp, bytes, sig_disp, dst, sig));
 }
 
 __device__ static inline int gpuic_dev_resolve(MPIX_Win_device win, int target, MPI_Aint disp,
@@ -451,11 +380,8 @@ __device__ static inline int MPIX_Put_signal_target_device(const MPIX_Device_tar
                                                            MPIX_Device_signal_op sig_op)
 {
     char *dst, *sig;
-    int rc = gpuic_dev_target_addr(t, disp, bytes, 1, &dst);
+    int rc = gpuic_dev_target_signal_addr(t, disp, bytes, sig_disp, &dst, &sig);
 
-    if (rc == MPI_SUCCESS) {
-        rc = gpuic_dev_target_addr(t, sig_disp, 8, 8, &sig);
-    }
     if (rc != MPI_SUCCESS) {
         return rc;
     }
@@ -482,7 +408,7 @@ __device__ static inline int MPIX_Signal_wait_until_target_device(const MPIX_Dev
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    if ((unsigned)cmp > MPIX_DEVICE_CMP_LE) {
+    if (gpuic_dev_check_cmp(cmp) != MPI_SUCCESS) {
         return gpuic_dev_fail(self->win, MPI_ERR_ARG);
     }
     do {
@@ -508,13 +434,7 @@ __device__ static inline int MPIX_Signal_wait_until_target_device(const MPIX_Dev
 /* MPI_SUCCESS when @p win is a live handle and @p target one of its ranks (recorded if not). */
 __device__ static inline int gpuic_dev_check_target(MPIX_Win_device win, int target)
 {
-    if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
-        return MPI_ERR_WIN;
-    }
-    if (target < 0 || target >= __ldg(&win->nranks)) {
-        return gpuic_dev_fail(win, MPI_ERR_RANK);
-    }
-    return MPI_SUCCESS;
+    return gpuic_dev_checked(win, gpuic_dev_check_rank(win, target));
 }
 
 /** Completes this thread's puts and atomics to @p target at the target. */
@@ -557,12 +477,10 @@ __device__ static inline int gpuic_dev_resolve_signal(MPIX_Win_device win, int t
                                                       MPI_Aint disp, size_t bytes,
                                                       MPI_Aint sig_disp, char **dst, char **sig)
 {
-    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, dst);
+    MPIX_Device_target t;
 
-    if (rc == MPI_SUCCESS) {
-        rc = gpuic_dev_resolve(win, target, sig_disp, 8, 8, sig);
-    }
-    return rc;
+    MPIX_Win_target_device(win, target, &t);
+    return gpuic_dev_target_signal_addr(&t, disp, bytes, sig_disp, dst, sig);
 }
 
 /**
@@ -801,31 +719,12 @@ __device__ static inline bool gpuic_dev_acc_range(MPIX_Win_device win, char *t,
     return true;
 }
 
-__device__ static inline size_t gpuic_dev_type_size(MPIX_Device_type type)
-{
-    return (type == MPIX_DEVICE_INT32 || type == MPIX_DEVICE_UINT32 || type == MPIX_DEVICE_FLOAT)
-               ? 4
-               : 8;
-}
-
 /* Shared checks of the accumulate calls; *t is the first target element. */
 __device__ static inline int gpuic_dev_acc_prepare(int count, MPIX_Device_type type,
                                                    MPIX_Device_op op, int target, MPI_Aint disp,
                                                    MPIX_Win_device win, char **t)
 {
-    size_t esize = gpuic_dev_type_size(type);
-    int rc;
-
-    if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
-        return MPI_ERR_WIN;
-    }
-    if ((unsigned)type > MPIX_DEVICE_DOUBLE || (unsigned)op > MPIX_DEVICE_NO_OP || count < 0 ||
-        ((type == MPIX_DEVICE_FLOAT || type == MPIX_DEVICE_DOUBLE) && op >= MPIX_DEVICE_BAND &&
-         op <= MPIX_DEVICE_LXOR)) {
-        return gpuic_dev_fail(win, MPI_ERR_ARG);
-    }
-    rc = gpuic_dev_resolve(win, target, disp, (size_t)count * esize, esize, t);
-    return rc;
+    return gpuic_dev_checked(win, gpuic_dev_acc_check(count, type, op, target, disp, win, t));
 }
 
 /**

@@ -5,6 +5,8 @@
  * A kernel receives an MPIX_Win_device (a device pointer to this structure) from
  * MPIX_Win_get_device_handle() and passes it to the MPIX_*_device calls of
  * mpix_gpuic_device.cuh.  Its fields are read-only for device code except *error_word.
+ * The argument types of those calls (operations, element types, signal updates, conditions)
+ * are here too, so that the plain-C checks of mpix_gpuic_device_check.h can name them.
  */
 #ifndef MPIX_GPUIC_DEVICE_TYPES_H
 #define MPIX_GPUIC_DEVICE_TYPES_H
@@ -57,6 +59,48 @@ typedef struct MPIX_Gpuic_device_win {
 
 /** What kernels receive: a device pointer to the window's description. */
 typedef MPIX_Gpuic_device_win *MPIX_Win_device;
+
+/** Predefined operations of MPIX_Accumulate_device and MPIX_Fetch_and_op_device. */
+typedef enum MPIX_Device_op {
+    MPIX_DEVICE_SUM,
+    MPIX_DEVICE_PROD,
+    MPIX_DEVICE_MIN,
+    MPIX_DEVICE_MAX,
+    MPIX_DEVICE_BAND, /**< integer types only */
+    MPIX_DEVICE_BOR,  /**< integer types only */
+    MPIX_DEVICE_BXOR, /**< integer types only */
+    MPIX_DEVICE_LAND, /**< integer types only */
+    MPIX_DEVICE_LOR,  /**< integer types only */
+    MPIX_DEVICE_LXOR, /**< integer types only */
+    MPIX_DEVICE_REPLACE,
+    MPIX_DEVICE_NO_OP
+} MPIX_Device_op;
+
+/** Predefined element types of the device accumulate calls (MPI_INT32_T ... MPI_DOUBLE). */
+typedef enum MPIX_Device_type {
+    MPIX_DEVICE_INT32,
+    MPIX_DEVICE_UINT32,
+    MPIX_DEVICE_INT64,
+    MPIX_DEVICE_UINT64,
+    MPIX_DEVICE_FLOAT,
+    MPIX_DEVICE_DOUBLE
+} MPIX_Device_type;
+
+/** How MPIX_Put_signal_device updates the signal word. */
+typedef enum MPIX_Device_signal_op {
+    MPIX_DEVICE_SIGNAL_SET, /**< word = value */
+    MPIX_DEVICE_SIGNAL_ADD  /**< word += value */
+} MPIX_Device_signal_op;
+
+/** Conditions of MPIX_Signal_wait_until_device. */
+typedef enum MPIX_Device_cmp {
+    MPIX_DEVICE_CMP_EQ,
+    MPIX_DEVICE_CMP_NE,
+    MPIX_DEVICE_CMP_GT,
+    MPIX_DEVICE_CMP_GE,
+    MPIX_DEVICE_CMP_LT,
+    MPIX_DEVICE_CMP_LE
+} MPIX_Device_cmp;
 
 #ifdef __cplusplus
 }

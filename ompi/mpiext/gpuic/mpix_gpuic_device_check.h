@@ -1,0 +1,230 @@
+/*
+ * mpix_gpuic_device_check.h - argument and handle checks of the device API (plain C).
+ *
+ * Every device call of mpix_gpuic_device.cuh decides whether an access is allowed here, and
+ * only here: the handle, the rank, the path, the range (without overflow), the alignment, the
+ * element type and the operation.  The functions are pure (they read the window's description
+ * and write only their out-arguments), compile as host C (gcc, clang) and as CUDA device code,
+ * so the same checks run in kernels and in host tests and fuzzers.  Recording an error in the
+ * window for the host is left to the caller (mpix_gpuic_device.cuh).
+ *
+ * The guarantee they give: when a check returns MPI_SUCCESS with an address, every byte the
+ * call will touch, [addr, addr + bytes), lies inside the target's window
+ * [base, base + size) as the window's description gives it.
+ */
+#ifndef MPIX_GPUIC_DEVICE_CHECK_H
+#define MPIX_GPUIC_DEVICE_CHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "mpix_gpuic_device_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Marks the checks callable from host code and, under nvcc, from device code. */
+#ifdef __CUDACC__
+#define MPIX_GPUIC_HOST_DEVICE __host__ __device__
+#else
+#define MPIX_GPUIC_HOST_DEVICE
+#endif
+
+/*
+ * Loads a field of the window's description, which is read-only while device code runs: the
+ * read-only data cache in device code, a plain load on the host.
+ */
+#ifdef __CUDA_ARCH__
+#define MPIX_GPUIC_LDG(p) __ldg(p)
+#else
+#define MPIX_GPUIC_LDG(p) (*(p))
+#endif
+
+/**
+ * One target of a window, resolved once: what device calls on it need, in registers.  Hot
+ * loops resolve a target with MPIX_Win_target_device() and then call the *_target_device
+ * functions, which check only the range (no loads from the window's handle).
+ */
+typedef struct MPIX_Device_target {
+    MPIX_Win_device win;  /**< the window (for error recording); NULL when not a valid handle */
+    char     *base;       /**< device address of the target's window */
+    uint64_t size;        /**< bytes */
+    int32_t  disp_unit;   /**< the target's displacement unit */
+    int32_t  status;      /**< MPI_SUCCESS, or the error resolving the target gave */
+    bool     same_gpu;    /**< device-scope ordering suffices */
+} MPIX_Device_target;
+
+/** MPI_SUCCESS when @p win is a live handle, MPI_ERR_WIN otherwise. */
+static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_check_win(MPIX_Win_device win)
+{
+    return (win != NULL && MPIX_GPUIC_LDG(&win->magic) == MPIX_GPUIC_DEVICE_MAGIC)
+               ? MPI_SUCCESS
+               : MPI_ERR_WIN;
+}
+
+/**
+ * MPI_SUCCESS when @p win is a live handle and @p target one of its ranks; MPI_ERR_WIN or
+ * MPI_ERR_RANK otherwise.
+ */
+static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_check_rank(MPIX_Win_device win, int target)
+{
+    if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
+        return MPI_ERR_WIN;
+    }
+    if (target < 0 || target >= MPIX_GPUIC_LDG(&win->nranks)) {
+        return MPI_ERR_RANK;
+    }
+    return MPI_SUCCESS;
+}
+
+/**
+ * Resolves @p target of @p win into *t and returns t->status: MPI_SUCCESS, MPI_ERR_WIN (t->win
+ * is then NULL), MPI_ERR_RANK, MPI_ERR_RMA_RANGE (the target exposes no memory) or
+ * MPI_ERR_UNSUPPORTED_OPERATION (the target is not reachable from device code).
+ */
+static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_Win_device win,
+                                                                  int target,
+                                                                  MPIX_Device_target *t)
+{
+    const MPIX_Gpuic_device_peer *peer;
+    int rc = gpuic_dev_check_rank(win, target);
+
+    t->win = rc == MPI_ERR_WIN ? NULL : win;
+    t->base = NULL;
+    t->size = 0;
+    t->disp_unit = 1;
+    t->same_gpu = false;
+    if (rc != MPI_SUCCESS) {
+        return t->status = rc;
+    }
+    peer = &win->peers[target];
+    t->size = MPIX_GPUIC_LDG(&peer->size);
+    if (MPIX_GPUIC_LDG(&peer->path) != MPIX_GPUIC_DEVICE_PATH_P2P) {
+        return t->status = t->size == 0 ? MPI_ERR_RMA_RANGE : MPI_ERR_UNSUPPORTED_OPERATION;
+    }
+    t->base = (char *)(uintptr_t)MPIX_GPUIC_LDG(&peer->base);
+    t->disp_unit = MPIX_GPUIC_LDG(&peer->disp_unit);
+    t->same_gpu = (MPIX_GPUIC_LDG(&win->flags) & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
+    return t->status = MPI_SUCCESS;
+}
+
+/** True when @p a * @p b does not fit in 64 bits; *prod gets the low 64 bits. */
+static inline MPIX_GPUIC_HOST_DEVICE bool gpuic_dev_mul_overflows(uint64_t a, uint64_t b,
+                                                                  uint64_t *prod)
+{
+    *prod = a * b;
+#ifdef __CUDA_ARCH__
+    return __umul64hi(a, b) != 0;
+#else
+    return b != 0 && a > UINT64_MAX / b;
+#endif
+}
+
+/**
+ * The address of (@p disp, @p bytes) in a resolved target: MPI_SUCCESS with *addr, the
+ * target's own status when it did not resolve, MPI_ERR_RMA_RANGE when the access leaves the
+ * window (a negative displacement, disp * disp_unit overflowing, or past the end) and
+ * MPI_ERR_ARG when *addr is not a multiple of @p align (a power of two; 1 for plain data).
+ */
+static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_range(const MPIX_Device_target *t,
+                                                                MPI_Aint disp, size_t bytes,
+                                                                size_t align, char **addr)
+{
+    uint64_t offset;
+    bool overflow = gpuic_dev_mul_overflows((uint64_t)disp, (uint64_t)t->disp_unit, &offset);
+
+    if (t->status != MPI_SUCCESS) {
+        return t->status;
+    }
+    if (disp < 0 || overflow || offset > t->size || bytes > t->size - offset) {
+        return MPI_ERR_RMA_RANGE;
+    }
+    *addr = t->base + offset;
+    if (((uintptr_t)*addr & (align - 1)) != 0) {
+        return MPI_ERR_ARG;
+    }
+    return MPI_SUCCESS;
+}
+
+/**
+ * The data (@p disp, @p bytes) and the 8-byte, 8-aligned signal word at @p sig_disp of a
+ * put-with-signal, both in the resolved target: the classes of gpuic_dev_target_range().
+ */
+static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_signal(const MPIX_Device_target *t,
+                                                                 MPI_Aint disp, size_t bytes,
+                                                                 MPI_Aint sig_disp, char **dst,
+                                                                 char **sig)
+{
+    int rc = gpuic_dev_target_range(t, disp, bytes, 1, dst);
+
+    if (rc == MPI_SUCCESS) {
+        rc = gpuic_dev_target_range(t, sig_disp, 8, 8, sig);
+    }
+    return rc;
+}
+
+/** MPI_SUCCESS when @p cmp is an MPIX_Device_cmp, MPI_ERR_ARG otherwise. */
+static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_check_cmp(MPIX_Device_cmp cmp)
+{
+    return (unsigned)cmp > MPIX_DEVICE_CMP_LE ? MPI_ERR_ARG : MPI_SUCCESS;
+}
+
+/** Bytes of one element of @p type (an MPIX_Device_type; 8 for any other value). */
+static inline MPIX_GPUIC_HOST_DEVICE size_t gpuic_dev_type_size(MPIX_Device_type type)
+{
+    return (type == MPIX_DEVICE_INT32 || type == MPIX_DEVICE_UINT32 || type == MPIX_DEVICE_FLOAT)
+               ? 4
+               : 8;
+}
+
+/**
+ * MPI_SUCCESS when @p count elements of @p type can be combined with @p op: a known type and
+ * op, a non-negative count, and no bitwise or logical op on a floating-point type;
+ * MPI_ERR_ARG otherwise.
+ */
+static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_check_acc(int count, MPIX_Device_type type,
+                                                             MPIX_Device_op op)
+{
+    if ((unsigned)type > MPIX_DEVICE_DOUBLE || (unsigned)op > MPIX_DEVICE_NO_OP || count < 0 ||
+        ((type == MPIX_DEVICE_FLOAT || type == MPIX_DEVICE_DOUBLE) && op >= MPIX_DEVICE_BAND &&
+         op <= MPIX_DEVICE_LXOR)) {
+        return MPI_ERR_ARG;
+    }
+    return MPI_SUCCESS;
+}
+
+/**
+ * The checks of an accumulate or fetch-and-op call on @p target of @p win: the handle, the
+ * arguments (gpuic_dev_check_acc), then the target and the range of @p count elements at
+ * @p disp, aligned to the element size.  MPI_SUCCESS with *t the first target element, or the
+ * error class.
+ */
+static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_acc_check(int count, MPIX_Device_type type,
+                                                             MPIX_Device_op op, int target,
+                                                             MPI_Aint disp, MPIX_Win_device win,
+                                                             char **t)
+{
+    MPIX_Device_target res;
+    size_t esize = gpuic_dev_type_size(type);
+    int rc = gpuic_dev_check_win(win);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    rc = gpuic_dev_check_acc(count, type, op);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    gpuic_dev_target_resolve(win, target, &res);
+    return gpuic_dev_target_range(&res, disp, (size_t)count * esize, esize, t);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MPIX_GPUIC_DEVICE_CHECK_H */
