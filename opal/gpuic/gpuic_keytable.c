@@ -95,7 +95,8 @@ gpuic_status_t gpuic_keytable_insert(gpuic_keytable_t *kt, const gpuic_keytable_
 {
     gpuic_status_t status = GPUIC_ERR_NO_RESOURCE;
 
-    if (entry->ep == NULL || entry->rkey == NULL || entry->base + entry->len < entry->base) {
+    if ((!entry->direct && (entry->ep == NULL || entry->rkey == NULL)) ||
+        entry->base + entry->len < entry->base) {
         gpuic_log(GPUIC_LOG_DEBUG, "key table insert: bad region");
         return GPUIC_ERR_INVALID_PARAM;
     }

@@ -32,6 +32,11 @@ typedef struct gpuic_keytable_entry {
     uint64_t     base;    /**< remote address of the region's first byte */
     uint64_t     len;     /**< region length in bytes */
     uint32_t     target;  /**< target number (completion counter index) the region belongs to */
+    /** Instead of ep and rkey: the region is mapped in this process at @c base (base is then
+     *  a local address) and the consumer copies through the mapping itself.  Data moves
+     *  only; atomics on such a region are refused (device memory cannot be updated
+     *  atomically from the host). */
+    int          direct;
 } gpuic_keytable_entry_t;
 
 /**
@@ -45,8 +50,8 @@ void gpuic_keytable_destroy(gpuic_keytable_t *kt);
 
 /**
  * Adds a region; *key_p receives the key WQEs put in their rkey field.  Thread-safe.
- * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM (no ep or rkey, or base + len overflows) or
- *         GPUIC_ERR_NO_RESOURCE (table full).
+ * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM (no ep or rkey and not direct, or base + len
+ *         overflows) or GPUIC_ERR_NO_RESOURCE (table full).
  */
 gpuic_status_t gpuic_keytable_insert(gpuic_keytable_t *kt, const gpuic_keytable_entry_t *entry,
                                      uint32_t *key_p);

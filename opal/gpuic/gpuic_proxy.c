@@ -40,6 +40,13 @@ typedef struct gpuic_proxy_tally {
     uint32_t failed;
 } gpuic_proxy_tally_t;
 
+/* A ring's completion index owed by a round: every WQE below end is complete once the round
+ * retires. */
+typedef struct gpuic_proxy_done {
+    uint64_t *done;
+    uint64_t end;
+} gpuic_proxy_done_t;
+
 typedef struct gpuic_proxy_pending_cqe {
     gpuic_cq_t *cq;
     gpuic_cmpl_t *cmpl;
@@ -58,6 +65,8 @@ struct gpuic_proxy_round {
     unsigned ntallies, tally_cap;
     gpuic_proxy_pending_cqe_t *cqes;
     unsigned ncqes, cqe_cap;
+    gpuic_proxy_done_t *dones;
+    unsigned ndones, done_cap;
 };
 
 /* An attached queue and its per-target bookkeeping for the round being built. */
@@ -66,6 +75,7 @@ typedef struct gpuic_proxy_attached {
     uint64_t *tally_stamp;    /* per target: round that last tallied it */
     unsigned *tally_index;    /* per target: its tally in that round */
     unsigned release_batch;   /* slots read before they are handed back to producers */
+    uint64_t done_owed;       /* completion index last recorded in a round */
 } gpuic_proxy_attached_t;
 
 struct gpuic_proxy {
@@ -167,6 +177,7 @@ static gpuic_proxy_round_t *gpuic_proxy_round_get(gpuic_proxy_t *proxy)
     round->local_applied = 0;
     round->ntallies = 0;
     round->ncqes = 0;
+    round->ndones = 0;
     round->stamp = ++proxy->round_stamp;
     return round;
 }
@@ -237,6 +248,26 @@ static void gpuic_proxy_cqe_add(gpuic_proxy_round_t *round, gpuic_proxy_attached
     p->cqe.status = status;
 }
 
+/* Owes @p a's completion index the ring's read index at the end of this round's drain (a
+ * ring with nothing read this round owes nothing new, but recording it again is harmless). */
+static void gpuic_proxy_done_add(gpuic_proxy_round_t *round, gpuic_proxy_attached_t *a)
+{
+    uint64_t end = gpuic_ring_read_index(a->q.ring);
+
+    if (end == a->done_owed) {
+        return;
+    }
+    if (!gpuic_proxy_grow((void **)&round->dones, &round->done_cap, round->ndones,
+                          sizeof(*round->dones))) {
+        /* the index lags until a later round records it; producers wait longer, no more */
+        return;
+    }
+    a->done_owed = end;
+    round->dones[round->ndones].done = a->q.done;
+    round->dones[round->ndones].end = end;
+    round->ndones++;
+}
+
 /* ---- validation and execution ---- */
 
 /* Looks up a key for an access and checks the region belongs to the WQE's target. */
@@ -250,6 +281,55 @@ static gpuic_status_t gpuic_proxy_check(const gpuic_proxy_attached_t *a, uint32_
         return GPUIC_ERR_BAD_KEY; /* a key of another target's region */
     }
     return status;
+}
+
+/* Moves a put's or get's data through a direct entry's mapping (synchronous). */
+static gpuic_status_t gpuic_proxy_copy(gpuic_proxy_t *proxy, const gpuic_wqe_desc_t *d,
+                                       uint64_t raddr, uint32_t len)
+{
+    void *remote = (void *)(uintptr_t)raddr;
+
+    if (proxy->params.copy == NULL) {
+        return GPUIC_ERR_UNSUPPORTED;
+    }
+    if (d->opcode == GPUIC_WQE_OP_RDMA_READ) {
+        return proxy->params.copy((void *)(uintptr_t)d->laddr, remote, len);
+    }
+    return proxy->params.copy(remote, d->inline_data != NULL ? (const void *)d->inline_data
+                                                             : (const void *)(uintptr_t)d->laddr,
+                              len);
+}
+
+/* Put-with-signal where the data or the signal word is reached through a mapping: the copies
+ * are synchronous, so the data is in place before the signal is written.  Only a signal set
+ * can be done by a copy; an add would not be atomic against the target's own updates. */
+static gpuic_status_t gpuic_proxy_put_signal_direct(gpuic_proxy_t *proxy,
+                                                    const gpuic_wqe_desc_t *d,
+                                                    const gpuic_keytable_entry_t *e,
+                                                    const gpuic_keytable_entry_t *se)
+{
+    gpuic_status_t status = GPUIC_OK;
+    uint64_t value = d->ext_value;
+
+    if (!se->direct || d->ext_op == GPUIC_SIGNAL_ADD || proxy->params.copy == NULL) {
+        return GPUIC_ERR_UNSUPPORTED;
+    }
+    if (d->len != 0) {
+        if (e->direct) {
+            status = proxy->params.copy((void *)(uintptr_t)d->raddr,
+                                        (const void *)(uintptr_t)d->laddr, d->len);
+        } else {
+            status = gpuic_rma_put(e->ep, (const void *)(uintptr_t)d->laddr, d->len, d->raddr,
+                                   e->rkey);
+            if (status == GPUIC_OK) {
+                status = gpuic_ep_flush(e->ep);
+            }
+        }
+    }
+    if (status != GPUIC_OK) {
+        return status;
+    }
+    return proxy->params.copy((void *)(uintptr_t)d->sig_raddr, &value, sizeof(value));
 }
 
 /* Issues a decoded, structurally valid WQE.  Returns GPUIC_OK when the operation is locally
@@ -290,6 +370,9 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         if (proxy->params.on_issue != NULL) {
             proxy->params.on_issue(proxy->params.on_issue_arg, d);
         }
+        if (e->direct) {
+            return gpuic_proxy_copy(proxy, d, d->raddr, d->len);
+        }
         if (d->opcode == GPUIC_WQE_OP_RDMA_READ) {
             return gpuic_rma_get_nb(e->ep, (void *)(uintptr_t)d->laddr, d->len, d->raddr,
                                     e->rkey, &op->comp);
@@ -305,6 +388,9 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         }
         if (d->raddr % 8 != 0 || d->laddr == 0) {
             return GPUIC_ERR_INVALID_PARAM;
+        }
+        if (e->direct) {
+            return GPUIC_ERR_UNSUPPORTED;
         }
         if (proxy->params.on_issue != NULL) {
             proxy->params.on_issue(proxy->params.on_issue_arg, d);
@@ -326,6 +412,9 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         if (proxy->params.on_issue != NULL) {
             proxy->params.on_issue(proxy->params.on_issue_arg, d);
         }
+        if (e->direct) {
+            return GPUIC_ERR_UNSUPPORTED;
+        }
         return gpuic_proxy_accumulate(e->ep, e->rkey, d);
     case GPUIC_WQE_OP_PUT_SIGNAL:
         status = gpuic_proxy_check(a, d->target, d->rkey, d->raddr, d->len, &e);
@@ -340,6 +429,9 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         }
         if (proxy->params.on_issue != NULL) {
             proxy->params.on_issue(proxy->params.on_issue_arg, d);
+        }
+        if (e->direct || se->direct) {
+            return gpuic_proxy_put_signal_direct(proxy, d, e, se);
         }
         if (d->len != 0) {
             status = gpuic_rma_put(e->ep, (const void *)(uintptr_t)d->laddr, d->len, d->raddr,
@@ -478,12 +570,15 @@ static unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
         if (taken != 0) {
             gpuic_ring_release(ring);
         }
+        if (a->q.done != NULL) {
+            gpuic_proxy_done_add(round, a);
+        }
     }
     /* the proxy is the only writer: no locked instruction needed */
     __atomic_store_n(&proxy->stat_wqes,
                      __atomic_load_n(&proxy->stat_wqes, __ATOMIC_RELAXED) + consumed,
                      __ATOMIC_RELAXED);
-    if (round->ntallies == 0 && round->ncqes == 0) {
+    if (round->ntallies == 0 && round->ncqes == 0 && round->ndones == 0) {
         round->next = proxy->free_rounds; /* only NOPs */
         proxy->free_rounds = round;
         return consumed;
@@ -540,6 +635,11 @@ static void gpuic_proxy_retire(gpuic_proxy_t *proxy)
                 t->failed = t->count;
             }
             gpuic_cmpl_complete(t->cmpl, t->target, t->count, t->failed);
+        }
+        /* the data, results and counters first: a producer that sees the index reads them */
+        gpuic_fence_completion_to_producer();
+        for (unsigned i = 0; i < round->ndones; ++i) {
+            __atomic_store_n(round->dones[i].done, round->dones[i].end, __ATOMIC_RELEASE);
         }
         proxy->fifo_head = round->next;
         if (proxy->fifo_head == NULL) {
@@ -773,6 +873,7 @@ static void gpuic_proxy_free_lists(gpuic_proxy_t *proxy)
         proxy->free_rounds = round->next;
         free(round->tallies);
         free(round->cqes);
+        free(round->dones);
         free(round);
     }
 }
@@ -819,6 +920,7 @@ gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *
     proxy->queues = queues;
     a = &queues[proxy->nqueues];
     a->q = *queue;
+    a->done_owed = queue->done != NULL ? __atomic_load_n(queue->done, __ATOMIC_RELAXED) : 0;
     /* a quarter of the ring keeps producers going while the proxy reads; 64 slots already
      * make the consumer index's line transfer cheap per WQE */
     a->release_batch = queue->ring->size / 4 < 64 ? queue->ring->size / 4 : 64;

@@ -68,6 +68,11 @@ typedef struct gpuic_proxy_params {
      *  measurements; NULL in normal use). */
     void (*on_issue)(void *arg, const gpuic_wqe_desc_t *desc);
     void *on_issue_arg;       /**< argument of on_issue */
+    /** Copies between a WQE's local buffer and a region the proxy reaches through a local
+     *  mapping (key-table entries with @c direct set, e.g. device memory of a same-node GPU
+     *  mapped by CUDA IPC); synchronous: the data is in place when it returns.  NULL: such
+     *  entries are refused (GPUIC_ERR_UNSUPPORTED). */
+    gpuic_status_t (*copy)(void *dst, const void *src, size_t len);
 } gpuic_proxy_params_t;
 
 /** A ring and the window objects its WQEs refer to. */
@@ -76,6 +81,12 @@ typedef struct gpuic_proxy_queue {
     gpuic_keytable_t *keys; /**< the window's key table (rkey fields) */
     gpuic_cmpl_t     *cmpl; /**< the window's counters and error word (QPN field = target) */
     gpuic_cq_t       *cq;   /**< CQ for signalled and failed WQEs, or NULL */
+    /** Completion index, or NULL: after each round the proxy stores there the ring's
+     *  sequence number below which every WQE is complete (remotely, results written), in
+     *  order.  Producers that cannot read the per-target counters cheaply (GPU threads, the
+     *  index lives in memory mapped to the device) wait on it, and may reserve slots against
+     *  it instead of the consumer index so that a slot's staging data outlives its WQE. */
+    uint64_t         *done;
 } gpuic_proxy_queue_t;
 
 /** Counters of the proxy's work. */

@@ -6,11 +6,54 @@
 
 #include "gpuic_log.h"
 
+static int gpuic_ring_size_valid(uint32_t size)
+{
+    return size >= 2 && size <= (1u << 24) && (size & (size - 1)) == 0;
+}
+
+/* Offset of the slots in a block from gpuic_ring_create_at(). */
+static size_t gpuic_ring_slots_offset(void)
+{
+    return (sizeof(gpuic_ring_t) + GPUIC_WQE_BB_SIZE - 1) & ~(size_t)(GPUIC_WQE_BB_SIZE - 1);
+}
+
+size_t gpuic_ring_footprint(uint32_t size)
+{
+    if (!gpuic_ring_size_valid(size)) {
+        return 0;
+    }
+    return gpuic_ring_slots_offset() + (size_t)size * sizeof(gpuic_ring_slot_t) +
+           (size_t)size * sizeof(uint64_t);
+}
+
+gpuic_status_t gpuic_ring_create_at(void *mem, size_t len, uint32_t size, uint32_t id,
+                                    gpuic_ring_t **ring_p)
+{
+    gpuic_ring_t *ring = mem;
+    size_t need = gpuic_ring_footprint(size);
+
+    if (need == 0 || mem == NULL || len < need || ((uintptr_t)mem & 63) != 0) {
+        gpuic_log(GPUIC_LOG_DEBUG, "ring of %u slots does not fit %zu bytes at %p", size, len,
+                  mem);
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    /* every marker 0 (unwritten), every counter 0 */
+    memset(mem, 0, need);
+    ring->slots = (gpuic_ring_slot_t *)((char *)mem + gpuic_ring_slots_offset());
+    ring->markers = (uint64_t *)(ring->slots + size);
+    ring->size = size;
+    ring->mask = size - 1;
+    ring->id = id;
+    ring->external = 1;
+    *ring_p = ring;
+    return GPUIC_OK;
+}
+
 gpuic_status_t gpuic_ring_create(uint32_t size, uint32_t id, gpuic_ring_t **ring_p)
 {
     gpuic_ring_t *ring;
 
-    if (size < 2 || size > (1u << 24) || (size & (size - 1)) != 0) {
+    if (!gpuic_ring_size_valid(size)) {
         gpuic_log(GPUIC_LOG_DEBUG, "ring size %u is not a power of two in [2, 2^24]", size);
         return GPUIC_ERR_INVALID_PARAM;
     }
@@ -44,7 +87,7 @@ err_free_ring:
 
 void gpuic_ring_destroy(gpuic_ring_t *ring)
 {
-    if (ring == NULL) {
+    if (ring == NULL || ring->external) {
         return;
     }
     free(ring->markers);

@@ -35,6 +35,7 @@
 #ifndef GPUIC_RING_H
 #define GPUIC_RING_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gpuic_fence.h"
@@ -93,6 +94,8 @@ typedef struct gpuic_ring {
     uint32_t id;   /**< ring number reported in CQEs */
     /** Consumer to wake after a host commit, or NULL (gpuic_ring_set_waiter()). */
     gpuic_ring_waiter_t *waiter;
+    /** The ring lives in memory its creator provided (gpuic_ring_create_at()). */
+    uint32_t external;
 } gpuic_ring_t;
 
 /**
@@ -100,6 +103,23 @@ typedef struct gpuic_ring {
  * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM or GPUIC_ERR_NO_MEMORY.
  */
 gpuic_status_t gpuic_ring_create(uint32_t size, uint32_t id, gpuic_ring_t **ring_p);
+
+/**
+ * Bytes gpuic_ring_create_at() needs for a ring of @p size slots (0 for an invalid size).
+ * The structure, the slots and the markers lie in one block, so that one registration (e.g.
+ * mapping it into a GPU's address space) covers everything producers write.
+ */
+size_t gpuic_ring_footprint(uint32_t size);
+
+/**
+ * gpuic_ring_create() in the @p len bytes at @p mem (64-byte aligned, at least
+ * gpuic_ring_footprint(size)), which the caller keeps alive until after gpuic_ring_destroy()
+ * and frees itself.  Offsets of the fields in the block: the structure at 0, then the slots,
+ * then the markers (ring->slots and ring->markers point there).
+ * @return GPUIC_OK or GPUIC_ERR_INVALID_PARAM.
+ */
+gpuic_status_t gpuic_ring_create_at(void *mem, size_t len, uint32_t size, uint32_t id,
+                                    gpuic_ring_t **ring_p);
 
 /** Destroys a ring; no producer or consumer may use it any more. */
 void gpuic_ring_destroy(gpuic_ring_t *ring);

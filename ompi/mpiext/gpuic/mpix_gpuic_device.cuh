@@ -250,6 +250,52 @@ __device__ static inline unsigned gpuic_dev_block_size(void)
     return blockDim.x * blockDim.y * blockDim.z;
 }
 
+/* new = origin (op) old for one element of type T; false for an op T cannot take. */
+template <typename T>
+__device__ static inline bool gpuic_dev_combine(MPIX_Device_op op, T origin, T old, T *out)
+{
+    switch (op) {
+    case MPIX_DEVICE_SUM:     *out = old + origin; return true;
+    case MPIX_DEVICE_PROD:    *out = old * origin; return true;
+    case MPIX_DEVICE_MIN:     *out = origin < old ? origin : old; return true;
+    case MPIX_DEVICE_MAX:     *out = origin > old ? origin : old; return true;
+    case MPIX_DEVICE_LAND:    *out = (T)((old != (T)0) && (origin != (T)0)); return true;
+    case MPIX_DEVICE_LOR:     *out = (T)((old != (T)0) || (origin != (T)0)); return true;
+    case MPIX_DEVICE_LXOR:    *out = (T)((old != (T)0) != (origin != (T)0)); return true;
+    case MPIX_DEVICE_REPLACE: *out = origin; return true;
+    case MPIX_DEVICE_NO_OP:   *out = old; return true;
+    default:                  return false;
+    }
+}
+
+template <typename T>
+__device__ static inline bool gpuic_dev_combine_bits(MPIX_Device_op op, T origin, T old, T *out)
+{
+    switch (op) {
+    case MPIX_DEVICE_BAND: *out = old & origin; return true;
+    case MPIX_DEVICE_BOR:  *out = old | origin; return true;
+    case MPIX_DEVICE_BXOR: *out = old ^ origin; return true;
+    default:               return gpuic_dev_combine<T>(op, origin, old, out);
+    }
+}
+
+/* Chooses the combine function by whether T is an integer type (bitwise ops allowed). */
+template <typename T, bool INTEGER> struct gpuic_dev_combiner {
+    __device__ static bool apply(MPIX_Device_op op, T origin, T old, T *out)
+    {
+        return gpuic_dev_combine<T>(op, origin, old, out);
+    }
+};
+
+template <typename T> struct gpuic_dev_combiner<T, true> {
+    __device__ static bool apply(MPIX_Device_op op, T origin, T old, T *out)
+    {
+        return gpuic_dev_combine_bits<T>(op, origin, old, out);
+    }
+};
+
+#include "mpix_gpuic_device_proxy.cuh"
+
 /* ---------------------------------------------------------------------------------------- */
 /* Put and get.                                                                             */
 
@@ -259,10 +305,19 @@ __device__ static inline int gpuic_dev_xfer(void *origin, size_t bytes, int targ
                                             MPIX_Win_device win, bool is_put, unsigned first,
                                             unsigned stride)
 {
+    MPIX_Device_target t;
     char *remote;
-    int rc = gpuic_dev_resolve(win, target, disp, bytes, 1, &remote);
+    int rc;
 
-    if (rc == MPI_SUCCESS) {
+    MPIX_Win_target_device(win, target, &t);
+    rc = gpuic_dev_target_addr(&t, disp, bytes, 1, &remote);
+    if (rc == MPI_SUCCESS && t.proxy) {
+        /* one entry stream per call: the first lane or thread posts it all */
+        if (first == 0) {
+            rc = is_put ? gpuic_dev_proxy_put(&t, origin, bytes, (uint64_t)(uintptr_t)remote)
+                        : gpuic_dev_proxy_get(&t, origin, bytes, (uint64_t)(uintptr_t)remote);
+        }
+    } else if (rc == MPI_SUCCESS) {
         if (is_put) {
             gpuic_dev_copy(remote, (const char *)origin, bytes, first, stride);
         } else {
@@ -289,16 +344,22 @@ __device__ static inline int MPIX_Put_device_warp(const void *origin, size_t byt
     int rc = gpuic_dev_xfer((void *)origin, bytes, target, disp, win, true, gpuic_dev_lane(), 32);
 
     __syncwarp();
-    return rc;
+    return __shfl_sync(0xffffffffu, rc, 0); /* lane 0 posted on the proxy path */
 }
 
 /** MPIX_Put_device by all threads of a block together (synchronises the block). */
 __device__ static inline int MPIX_Put_device_block(const void *origin, size_t bytes, int target,
                                                    MPI_Aint disp, MPIX_Win_device win)
 {
+    __shared__ int first_rc;
     int rc = gpuic_dev_xfer((void *)origin, bytes, target, disp, win, true,
                             gpuic_dev_block_rank(), gpuic_dev_block_size());
 
+    if (gpuic_dev_block_rank() == 0) {
+        first_rc = rc; /* thread 0 posted on the proxy path */
+    }
+    __syncthreads();
+    rc = first_rc;
     __syncthreads();
     return rc;
 }
@@ -318,16 +379,22 @@ __device__ static inline int MPIX_Get_device_warp(void *origin, size_t bytes, in
     int rc = gpuic_dev_xfer(origin, bytes, target, disp, win, false, gpuic_dev_lane(), 32);
 
     __syncwarp();
-    return rc;
+    return __shfl_sync(0xffffffffu, rc, 0); /* lane 0 posted on the proxy path */
 }
 
 /** MPIX_Get_device by all threads of a block together (synchronises the block). */
 __device__ static inline int MPIX_Get_device_block(void *origin, size_t bytes, int target,
                                                    MPI_Aint disp, MPIX_Win_device win)
 {
+    __shared__ int first_rc;
     int rc = gpuic_dev_xfer(origin, bytes, target, disp, win, false, gpuic_dev_block_rank(),
                             gpuic_dev_block_size());
 
+    if (gpuic_dev_block_rank() == 0) {
+        first_rc = rc; /* thread 0 posted on the proxy path */
+    }
+    __syncthreads();
+    rc = first_rc;
     __syncthreads();
     return rc;
 }
@@ -343,6 +410,9 @@ __device__ static inline int MPIX_Put_target_device(const MPIX_Device_target *t,
     char *dst;
     int rc = gpuic_dev_target_addr(t, disp, bytes, 1, &dst);
 
+    if (rc == MPI_SUCCESS && t->proxy) {
+        return gpuic_dev_proxy_put(t, origin, bytes, (uint64_t)(uintptr_t)dst);
+    }
     if (rc == MPI_SUCCESS) {
         gpuic_dev_copy(dst, (const char *)origin, bytes, 0, 1);
     }
@@ -356,6 +426,9 @@ __device__ static inline int MPIX_Get_target_device(const MPIX_Device_target *t,
     char *src;
     int rc = gpuic_dev_target_addr(t, disp, bytes, 1, &src);
 
+    if (rc == MPI_SUCCESS && t->proxy) {
+        return gpuic_dev_proxy_get(t, origin, bytes, (uint64_t)(uintptr_t)src);
+    }
     if (rc == MPI_SUCCESS) {
         gpuic_dev_copy((char *)origin, src, bytes, 0, 1);
     }
@@ -369,7 +442,39 @@ __device__ static inline int MPIX_Win_flush_target_device(const MPIX_Device_targ
         return t->status;
     }
     gpuic_dev_fence_data_to_peer(t->same_gpu);
+    if (t->proxy) {
+        return gpuic_dev_proxy_flush(t);
+    }
     return MPI_SUCCESS;
+}
+
+/*
+ * Put-with-signal on the proxy path.  A signal add on device memory (a forced proxy path on a
+ * mapped GPU window) must stay a device atomic, so the data goes through the proxy, is
+ * flushed, and the add is made here; everything else is one proxy entry.
+ */
+__device__ static inline int gpuic_dev_proxy_put_signal_target(const MPIX_Device_target *t,
+                                                               const void *origin, size_t bytes,
+                                                               char *dst, char *sig,
+                                                               uint64_t value,
+                                                               MPIX_Device_signal_op sig_op)
+{
+    int rc;
+
+    if (sig_op == MPIX_DEVICE_SIGNAL_ADD && t->atomics_p2p) {
+        rc = gpuic_dev_proxy_put(t, origin, bytes, (uint64_t)(uintptr_t)dst);
+        if (rc == MPI_SUCCESS) {
+            rc = gpuic_dev_proxy_flush(t);
+        }
+        if (rc == MPI_SUCCESS) {
+            gpuic_dev_signal_release(t->same_gpu, sig, value, true);
+        }
+        return rc;
+    }
+    return gpuic_dev_proxy_put_signal(t, origin, bytes, (uint64_t)(uintptr_t)dst,
+                                      (uint64_t)(uintptr_t)sig, value,
+                                      sig_op == MPIX_DEVICE_SIGNAL_ADD ? GPUIC_SIGNAL_ADD
+                                                                       : GPUIC_SIGNAL_SET);
 }
 
 /** MPIX_Put_signal_device on a resolved target. */
@@ -384,6 +489,9 @@ __device__ static inline int MPIX_Put_signal_target_device(const MPIX_Device_tar
 
     if (rc != MPI_SUCCESS) {
         return rc;
+    }
+    if (t->proxy) {
+        return gpuic_dev_proxy_put_signal_target(t, origin, bytes, dst, sig, value, sig_op);
     }
     gpuic_dev_copy(dst, (const char *)origin, bytes, 0, 1);
     gpuic_dev_signal_release(t->same_gpu, sig, value, sig_op == MPIX_DEVICE_SIGNAL_ADD);
@@ -407,6 +515,10 @@ __device__ static inline int MPIX_Signal_wait_until_target_device(const MPIX_Dev
 
     if (rc != MPI_SUCCESS) {
         return rc;
+    }
+    if (!self->loads) {
+        /* our own window is host memory the device has no mapping of */
+        return gpuic_dev_fail(self->win, MPI_ERR_UNSUPPORTED_OPERATION);
     }
     if (gpuic_dev_check_cmp(cmp) != MPI_SUCCESS) {
         return gpuic_dev_fail(self->win, MPI_ERR_ARG);
@@ -447,22 +559,37 @@ __device__ static inline int MPIX_Win_flush_device(int target, MPIX_Win_device w
     }
     gpuic_dev_fence_data_to_peer(__ldg(&win->peers[target].flags) &
                                  MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
+    if (__ldg(&win->peers[target].path) == MPIX_GPUIC_DEVICE_PATH_PROXY) {
+        MPIX_Device_target t;
+
+        if (MPIX_Win_target_device(win, target, &t) == MPI_SUCCESS) {
+            return gpuic_dev_proxy_flush(&t);
+        }
+    }
     return MPI_SUCCESS;
 }
 
 /** Completes this thread's puts and atomics to every target. */
 __device__ static inline int MPIX_Win_flush_all_device(MPIX_Win_device win)
 {
+    MPIX_Device_target t;
+
     if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
         return MPI_ERR_WIN;
     }
     gpuic_dev_fence_data_to_peer(gpuic_dev_all_same_gpu(win));
+    t.win = win;
+    t.queue = (MPIX_Gpuic_device_queue *)(uintptr_t)__ldg((const unsigned long long *)&win->queue);
+    if (t.queue != NULL) {
+        return gpuic_dev_proxy_flush(&t);
+    }
     return MPI_SUCCESS;
 }
 
 /**
  * Local completion: the origin buffers of this thread's puts may be reused.  Device puts read
- * their origin before they return, so this only validates its arguments.
+ * their origin before they return (on the proxy path into the entry or its staging area), so
+ * this only validates its arguments.
  */
 __device__ static inline int MPIX_Win_flush_local_device(int target, MPIX_Win_device win)
 {
@@ -513,6 +640,14 @@ __device__ static inline int MPIX_Put_signal_device_warp(const void *origin, siz
     if (rc != MPI_SUCCESS) {
         return rc;
     }
+    if (__ldg(&win->peers[target].path) == MPIX_GPUIC_DEVICE_PATH_PROXY) {
+        if (gpuic_dev_lane() == 0) {
+            rc = MPIX_Put_signal_device(origin, bytes, target, disp, sig_disp, value, sig_op,
+                                        win);
+        }
+        __syncwarp();
+        return __shfl_sync(0xffffffffu, rc, 0);
+    }
     gpuic_dev_copy(dst, (const char *)origin, bytes, gpuic_dev_lane(), 32);
     /* every lane's stores ordered before lane 0's signal */
     gpuic_dev_fence_data_to_peer(__ldg(&win->peers[target].flags) &
@@ -552,11 +687,24 @@ __device__ static inline int MPIX_Signal_wait_until_device(MPI_Aint sig_disp, MP
 __device__ static inline int MPIX_Fetch_and_add_device(int64_t value, int64_t *result, int target,
                                                        MPI_Aint disp, MPIX_Win_device win)
 {
+    MPIX_Device_target tg;
     char *t;
-    int rc = gpuic_dev_resolve(win, target, disp, 8, 8, &t);
+    int rc;
     unsigned long long old;
 
+    MPIX_Win_target_device(win, target, &tg);
+    rc = gpuic_dev_target_addr(&tg, disp, 8, 8, &t);
     if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (!tg.atomics_p2p) {
+        uint64_t o;
+
+        rc = gpuic_dev_proxy_atomic(&tg, GPUIC_WQE_OP_ATOMIC_FA, (uint64_t)value, 0,
+                                    (uint64_t)(uintptr_t)t, &o);
+        if (rc == MPI_SUCCESS && result != NULL) {
+            *result = (int64_t)o;
+        }
         return rc;
     }
     old = gpuic_dev_atomic_add64(win, t, (unsigned long long)value);
@@ -572,11 +720,24 @@ __device__ static inline int MPIX_Compare_and_swap_device(uint64_t value, uint64
                                                           uint64_t *result, int target,
                                                           MPI_Aint disp, MPIX_Win_device win)
 {
+    MPIX_Device_target tg;
     char *t;
-    int rc = gpuic_dev_resolve(win, target, disp, 8, 8, &t);
+    int rc;
     unsigned long long old;
 
+    MPIX_Win_target_device(win, target, &tg);
+    rc = gpuic_dev_target_addr(&tg, disp, 8, 8, &t);
     if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    if (!tg.atomics_p2p) {
+        uint64_t o;
+
+        rc = gpuic_dev_proxy_atomic(&tg, GPUIC_WQE_OP_ATOMIC_CS, value, compare,
+                                    (uint64_t)(uintptr_t)t, &o);
+        if (rc == MPI_SUCCESS && result != NULL) {
+            *result = o;
+        }
         return rc;
     }
     old = gpuic_dev_atomic_cas64(win, t, (unsigned long long)compare,
@@ -587,49 +748,6 @@ __device__ static inline int MPIX_Compare_and_swap_device(uint64_t value, uint64
     return MPI_SUCCESS;
 }
 
-/* new = origin (op) old for one element of type T; false for an op T cannot take. */
-template <typename T>
-__device__ static inline bool gpuic_dev_combine(MPIX_Device_op op, T origin, T old, T *out)
-{
-    switch (op) {
-    case MPIX_DEVICE_SUM:     *out = old + origin; return true;
-    case MPIX_DEVICE_PROD:    *out = old * origin; return true;
-    case MPIX_DEVICE_MIN:     *out = origin < old ? origin : old; return true;
-    case MPIX_DEVICE_MAX:     *out = origin > old ? origin : old; return true;
-    case MPIX_DEVICE_LAND:    *out = (T)((old != (T)0) && (origin != (T)0)); return true;
-    case MPIX_DEVICE_LOR:     *out = (T)((old != (T)0) || (origin != (T)0)); return true;
-    case MPIX_DEVICE_LXOR:    *out = (T)((old != (T)0) != (origin != (T)0)); return true;
-    case MPIX_DEVICE_REPLACE: *out = origin; return true;
-    case MPIX_DEVICE_NO_OP:   *out = old; return true;
-    default:                  return false;
-    }
-}
-
-template <typename T>
-__device__ static inline bool gpuic_dev_combine_bits(MPIX_Device_op op, T origin, T old, T *out)
-{
-    switch (op) {
-    case MPIX_DEVICE_BAND: *out = old & origin; return true;
-    case MPIX_DEVICE_BOR:  *out = old | origin; return true;
-    case MPIX_DEVICE_BXOR: *out = old ^ origin; return true;
-    default:               return gpuic_dev_combine<T>(op, origin, old, out);
-    }
-}
-
-/* Chooses the combine function by whether T is an integer type (bitwise ops allowed). */
-template <typename T, bool INTEGER> struct gpuic_dev_combiner {
-    __device__ static bool apply(MPIX_Device_op op, T origin, T old, T *out)
-    {
-        return gpuic_dev_combine<T>(op, origin, old, out);
-    }
-};
-
-template <typename T> struct gpuic_dev_combiner<T, true> {
-    __device__ static bool apply(MPIX_Device_op op, T origin, T old, T *out)
-    {
-        return gpuic_dev_combine_bits<T>(op, origin, old, out);
-    }
-};
 
 /* One element of 4 or 8 bytes updated with a system-scope compare-and-swap loop. */
 template <typename T, typename W, bool INTEGER>
@@ -727,6 +845,17 @@ __device__ static inline int gpuic_dev_acc_prepare(int count, MPIX_Device_type t
     return gpuic_dev_checked(win, gpuic_dev_acc_check(count, type, op, target, disp, win, t));
 }
 
+/* True when @p target's accumulates go through the proxy (checked arguments), with *t set. */
+__device__ static inline bool gpuic_dev_acc_proxied(MPIX_Win_device win, int target,
+                                                    MPIX_Device_target *t)
+{
+    if (__ldg(&win->peers[target].path) != MPIX_GPUIC_DEVICE_PATH_PROXY) {
+        return false;
+    }
+    gpuic_dev_target_resolve(win, target, t);
+    return !t->atomics_p2p;
+}
+
 /**
  * Accumulates @p count elements of @p type from device memory @p origin into @p target's
  * window at @p disp with @p op, each element atomically.  Complete at the target after a
@@ -737,9 +866,13 @@ __device__ static inline int MPIX_Accumulate_device(const void *origin, int coun
                                                     int target, MPI_Aint disp,
                                                     MPIX_Win_device win)
 {
+    MPIX_Device_target tg;
     char *t;
     int rc = gpuic_dev_acc_prepare(count, type, op, target, disp, win, &t);
 
+    if (rc == MPI_SUCCESS && gpuic_dev_acc_proxied(win, target, &tg)) {
+        return gpuic_dev_proxy_acc(&tg, origin, count, type, op, (uint64_t)(uintptr_t)t);
+    }
     if (rc == MPI_SUCCESS && !gpuic_dev_acc_range(win, t, origin, NULL, count, type, op, 0, 1)) {
         rc = gpuic_dev_fail(win, MPI_ERR_ARG);
     }
@@ -752,9 +885,17 @@ __device__ static inline int MPIX_Accumulate_device_warp(const void *origin, int
                                                          MPIX_Device_op op, int target,
                                                          MPI_Aint disp, MPIX_Win_device win)
 {
+    MPIX_Device_target tg;
     char *t;
     int rc = gpuic_dev_acc_prepare(count, type, op, target, disp, win, &t);
 
+    if (rc == MPI_SUCCESS && gpuic_dev_acc_proxied(win, target, &tg)) {
+        if (gpuic_dev_lane() == 0) {
+            rc = gpuic_dev_proxy_acc(&tg, origin, count, type, op, (uint64_t)(uintptr_t)t);
+        }
+        __syncwarp();
+        return __shfl_sync(0xffffffffu, rc, 0);
+    }
     if (rc == MPI_SUCCESS &&
         !gpuic_dev_acc_range(win, t, origin, NULL, count, type, op, gpuic_dev_lane(), 32)) {
         rc = gpuic_dev_fail(win, MPI_ERR_ARG);
@@ -769,9 +910,20 @@ __device__ static inline int MPIX_Accumulate_device_block(const void *origin, in
                                                           MPIX_Device_op op, int target,
                                                           MPI_Aint disp, MPIX_Win_device win)
 {
+    MPIX_Device_target tg;
     char *t;
     int rc = gpuic_dev_acc_prepare(count, type, op, target, disp, win, &t);
+    __shared__ int proxy_rc;
 
+    if (rc == MPI_SUCCESS && gpuic_dev_acc_proxied(win, target, &tg)) {
+        if (gpuic_dev_block_rank() == 0) {
+            proxy_rc = gpuic_dev_proxy_acc(&tg, origin, count, type, op, (uint64_t)(uintptr_t)t);
+        }
+        __syncthreads();
+        rc = proxy_rc;
+        __syncthreads();
+        return rc;
+    }
     if (rc == MPI_SUCCESS && !gpuic_dev_acc_range(win, t, origin, NULL, count, type, op,
                                                   gpuic_dev_block_rank(),
                                                   gpuic_dev_block_size())) {
@@ -790,9 +942,14 @@ __device__ static inline int MPIX_Fetch_and_op_device(const void *origin, void *
                                                       int target, MPI_Aint disp,
                                                       MPIX_Win_device win)
 {
+    MPIX_Device_target tg;
     char *t;
     int rc = gpuic_dev_acc_prepare(1, type, op, target, disp, win, &t);
 
+    if (rc == MPI_SUCCESS && gpuic_dev_acc_proxied(win, target, &tg)) {
+        return gpuic_dev_proxy_fetch_op_at(&tg, (uint64_t)(uintptr_t)t, type, op,
+                                           op == MPIX_DEVICE_NO_OP ? NULL : origin, result, 0);
+    }
     if (rc == MPI_SUCCESS && !gpuic_dev_acc_range(win, t, op == MPIX_DEVICE_NO_OP ? NULL : origin,
                                                   result, 1, type, op, 0, 1)) {
         rc = gpuic_dev_fail(win, MPI_ERR_ARG);

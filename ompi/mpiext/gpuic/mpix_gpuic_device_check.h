@@ -51,11 +51,17 @@ extern "C" {
  */
 typedef struct MPIX_Device_target {
     MPIX_Win_device win;  /**< the window (for error recording); NULL when not a valid handle */
-    char     *base;       /**< device address of the target's window */
+    char     *base;       /**< start of the target's window (MPIX_Gpuic_device_peer.base) */
     uint64_t size;        /**< bytes */
     int32_t  disp_unit;   /**< the target's displacement unit */
     int32_t  status;      /**< MPI_SUCCESS, or the error resolving the target gave */
     bool     same_gpu;    /**< device-scope ordering suffices */
+    bool     proxy;       /**< data moves through the window's device queue */
+    bool     atomics_p2p; /**< atomics use device atomics on base (see the peer flags) */
+    bool     loads;       /**< device code may load from base */
+    uint32_t key;         /**< proxy path: the key-table key of the target's window */
+    int32_t  rank;        /**< the target's rank */
+    MPIX_Gpuic_device_queue *queue; /**< proxy path: the window's device queue */
 } MPIX_Device_target;
 
 /** MPI_SUCCESS when @p win is a live handle, MPI_ERR_WIN otherwise. */
@@ -93,22 +99,42 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_Win_devic
     const MPIX_Gpuic_device_peer *peer;
     int rc = gpuic_dev_check_rank(win, target);
 
+    uint32_t flags;
+    int32_t path;
+
     t->win = rc == MPI_ERR_WIN ? NULL : win;
     t->base = NULL;
     t->size = 0;
     t->disp_unit = 1;
     t->same_gpu = false;
+    t->proxy = false;
+    t->atomics_p2p = false;
+    t->loads = false;
+    t->key = 0;
+    t->rank = target;
+    t->queue = NULL;
     if (rc != MPI_SUCCESS) {
         return t->status = rc;
     }
     peer = &win->peers[target];
     t->size = MPIX_GPUIC_LDG(&peer->size);
-    if (MPIX_GPUIC_LDG(&peer->path) != MPIX_GPUIC_DEVICE_PATH_P2P) {
+    path = MPIX_GPUIC_LDG(&peer->path);
+    flags = MPIX_GPUIC_LDG(&peer->flags);
+    if (path == MPIX_GPUIC_DEVICE_PATH_PROXY) {
+        t->queue = (MPIX_Gpuic_device_queue *)(uintptr_t)MPIX_GPUIC_LDG(
+            (const unsigned long long *)&win->queue);
+    }
+    if (path != MPIX_GPUIC_DEVICE_PATH_P2P && t->queue == NULL) {
         return t->status = t->size == 0 ? MPI_ERR_RMA_RANGE : MPI_ERR_UNSUPPORTED_OPERATION;
     }
     t->base = (char *)(uintptr_t)MPIX_GPUIC_LDG(&peer->base);
     t->disp_unit = MPIX_GPUIC_LDG(&peer->disp_unit);
     t->same_gpu = (MPIX_GPUIC_LDG(&win->flags) & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
+    t->proxy = path == MPIX_GPUIC_DEVICE_PATH_PROXY;
+    t->atomics_p2p = path == MPIX_GPUIC_DEVICE_PATH_P2P ||
+                     (flags & MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P) != 0;
+    t->loads = path == MPIX_GPUIC_DEVICE_PATH_P2P || (flags & MPIX_GPUIC_DEVICE_PEER_LOADS) != 0;
+    t->key = MPIX_GPUIC_LDG(&peer->key);
     return t->status = MPI_SUCCESS;
 }
 

@@ -17,28 +17,65 @@
 extern "C" {
 #endif
 
-/** "gpuidev" followed by the layout version (1). */
-#define MPIX_GPUIC_DEVICE_MAGIC 0x6770756964657601ULL
+/** "gpuidev" followed by the layout version (2). */
+#define MPIX_GPUIC_DEVICE_MAGIC 0x6770756964657602ULL
 
 /** How device code reaches one target's window. */
 typedef enum MPIX_Gpuic_device_path {
     MPIX_GPUIC_DEVICE_PATH_NONE = 0, /**< not reachable from device code (remote host memory) */
-    MPIX_GPUIC_DEVICE_PATH_P2P = 1   /**< loads and stores through a device mapping (CUDA IPC,
+    MPIX_GPUIC_DEVICE_PATH_P2P = 1,  /**< loads and stores through a device mapping (CUDA IPC,
                                           or the calling process's own memory) */
+    MPIX_GPUIC_DEVICE_PATH_PROXY = 2 /**< work-queue entries in the window's device queue,
+                                          executed by the calling process's proxy thread */
 } MPIX_Gpuic_device_path;
 
 /** One target as device code sees it. */
 typedef struct MPIX_Gpuic_device_peer {
-    uint64_t base;      /**< device address of the target's window start (0: none) */
+    /** Start of the target's window: a device address on the P2P path; on the proxy path the
+     *  address work-queue entries name (the target's own address of its window, or this
+     *  process's mapping of it), never dereferenced by device code unless
+     *  MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P or _LOADS says so. 0: none. */
+    uint64_t base;
     uint64_t size;      /**< bytes */
     int32_t  disp_unit; /**< the target's displacement unit */
     int32_t  path;      /**< MPIX_Gpuic_device_path */
     uint32_t flags;     /**< MPIX_GPUIC_DEVICE_PEER_* */
-    uint32_t reserved;
+    uint32_t key;       /**< proxy path: the key-table key of the target's window */
 } MPIX_Gpuic_device_peer;
 
 /** The target's memory is on the calling process's own GPU: device-scope ordering suffices. */
 #define MPIX_GPUIC_DEVICE_PEER_SAME_GPU 0x1u
+/** Proxy path chosen for data (forced), but @c base is a device mapping: atomics, accumulates
+ *  and signal adds use device atomics on it, the only kind atomic against other device
+ *  atomics on device memory. */
+#define MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P 0x2u
+/** Device code may load from @c base (the calling process's own host window, mapped into the
+ *  device): what MPIX_Signal_wait_until_device needs. */
+#define MPIX_GPUIC_DEVICE_PEER_LOADS 0x4u
+
+/**
+ * The window's device queue: a ring of work-queue entries in pinned host memory mapped into
+ * the device, drained by the process's proxy thread.  The first three words are producer
+ * state in device memory (device atomics are not allowed on pinned host memory over PCIe),
+ * each on its own line; the rest is read-only.
+ */
+typedef struct MPIX_Gpuic_device_queue {
+    unsigned long long reserve;       /**< next sequence number to reserve */
+    uint64_t pad0[7];
+    unsigned long long doorbell;      /**< published below this (ordering among producers) */
+    uint64_t pad1[7];
+    unsigned long long done_seen;     /**< highest completion index a producer has read */
+    uint64_t pad2[7];
+    uint64_t *slots;          /**< device address of the ring's 64-byte slots */
+    uint64_t *markers;        /**< device address of the ring's valid markers */
+    uint64_t *doorbell_host;  /**< device address of the ring's doorbell record */
+    const uint64_t *done;     /**< device address of the proxy's completion index */
+    char     *stage;          /**< device address of the staging area, stage_bytes per slot */
+    uint64_t stage_host;      /**< host address of the same area (WQE local addresses) */
+    uint64_t timeout_ns;      /**< longest wait for the proxy, 0: forever */
+    uint32_t size;            /**< slots, a power of two */
+    uint32_t stage_bytes;     /**< staging bytes per slot (a multiple of 64) */
+} MPIX_Gpuic_device_queue;
 
 /** The device handle's structure. */
 typedef struct MPIX_Gpuic_device_win {
@@ -51,6 +88,8 @@ typedef struct MPIX_Gpuic_device_win {
     uint32_t *error_word;
     uint32_t flags;       /**< MPIX_GPUIC_DEVICE_WIN_* */
     uint32_t reserved;
+    /** The device queue for proxy-path targets (device memory), or NULL when none. */
+    MPIX_Gpuic_device_queue *queue;
     MPIX_Gpuic_device_peer peers[]; /**< nranks entries, by rank */
 } MPIX_Gpuic_device_win;
 

@@ -19,6 +19,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "opal/class/opal_hash_table.h"
 #include "opal/threads/mutex.h"
@@ -112,6 +115,12 @@ typedef struct ompi_osc_gpuic_peer {
     uint64_t     dyn_seq;      /**< table sequence number dyn was read at (0: never) */
     gpuic_cuda_ipc_t ipc;      /**< GPU windows: the peer's export of its memory */
     bool         ipc_mapped;   /**< win.direct is our CUDA IPC mapping of it */
+    /* What a device queue needs to reach the peer from the proxy's own context, kept from the
+     * window's creation exchange: the peer's worker address and its window's packed key. */
+    void         *address;
+    size_t       address_len;
+    void         *rkey_blob;
+    size_t       rkey_blob_len;
 } ompi_osc_gpuic_peer_t;
 
 /** A region this process attached to its dynamic window. */
@@ -138,6 +147,7 @@ typedef struct ompi_osc_gpuic_module {
     bool                       gpu_owned;  /**< ...allocated by gpuic (MPI_Win_allocate) */
     void                       *dev_handle; /**< device copy of the MPIX_Gpuic_device_win */
     uint32_t                   *dev_error;  /**< host word device calls record errors in */
+    struct ompi_osc_gpuic_devqueue *devq;   /**< the device queue, or NULL (devqueue.c) */
     /** Every process maps every peer's window and state block, so accumulates and state-word
      *  atomics use CPU atomics on the mappings.  Decided collectively at creation: every origin
      *  must use the same kind of atomics on a word, or atomicity is lost. */
@@ -215,6 +225,9 @@ typedef struct ompi_osc_gpuic_component {
     bool direct;            /**< use direct load/store mappings to same-node peers */
     int  max_attach;        /**< regions a dynamic window can have attached at once */
     double timeout;         /**< seconds a wait on a peer may take before it fails; 0: forever */
+    bool device_proxy;      /**< device calls use the proxy path to every target */
+    int  device_queue_slots; /**< slots of a window's device queue */
+    int  device_stage_bytes; /**< staging bytes per device-queue slot */
 
     ompi_osc_gpuic_counters_t counters; /**< MPI_T performance variables */
 
@@ -226,6 +239,13 @@ typedef struct ompi_osc_gpuic_component {
     int               num_windows; /**< windows alive; progress is registered while > 0 */
     ompi_osc_gpuic_module_t *windows; /**< live windows, released at finalize if never freed */
     int               next_id;
+    /* The proxy thread that executes device-posted work-queue entries, with a context and
+     * endpoints of its own (its thread drives them): created by the first device handle that
+     * needs it, kept until finalize (osc_gpuic_devqueue.c). */
+    gpuic_context_t   *proxy_ctx;
+    struct gpuic_proxy *proxy;
+    opal_hash_table_t proxy_endpoints; /**< ompi_proc_t * -> gpuic_ep_t * on proxy_ctx */
+    bool              proxy_endpoints_init;
 } ompi_osc_gpuic_component_t;
 
 OMPI_MODULE_DECLSPEC extern ompi_osc_gpuic_component_t mca_osc_gpuic_component;
@@ -365,6 +385,44 @@ int ompi_osc_gpuic_device_error(ompi_osc_gpuic_module_t *module);
 int ompi_osc_gpuic_device_handle(void *module, void **handle_p);
 /** ext entry point: frees the device handle; MPI_ERR_ARG when none exists. */
 int ompi_osc_gpuic_device_handle_release(void *module);
+
+/**
+ * Zeroed memory in whole pages, for memory mapped into the device: CUDA registers whole
+ * pages, and registering a page a second time (two small blocks sharing it) fails.
+ */
+static inline void *ompi_osc_gpuic_pages_alloc(size_t len)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), rounded = (len + page - 1) / page * page;
+    void *p = aligned_alloc(page, rounded > 0 ? rounded : page);
+
+    if (p != NULL) {
+        memset(p, 0, rounded > 0 ? rounded : page);
+    }
+    return p;
+}
+
+/* Device queues (osc_gpuic_devqueue.c) */
+/**
+ * Builds the device queue of @p module's device handle when a target needs the proxy path,
+ * and fills @p host (the handle's host copy): each peer's path, base, flags and key, and the
+ * queue pointer.  Peers device code reaches directly are left as the caller set them.
+ */
+int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module,
+                                  MPIX_Gpuic_device_win *host);
+/**
+ * Waits until every entry device code has published in the window's queue is complete: the
+ * completion primitives under every host synchronization call do this first, since a finished
+ * kernel does not mean the proxy has executed what it posted.  MPI_ERR_OTHER after the
+ * timeout.  Returns at once for windows without a queue.
+ */
+int ompi_osc_gpuic_devqueue_drain(ompi_osc_gpuic_module_t *module);
+/** ompi_osc_gpuic_devqueue_drain(), then the error the proxy recorded for the window's
+ *  entries, returned once. */
+int ompi_osc_gpuic_devqueue_quiesce(ompi_osc_gpuic_module_t *module);
+/** Detaches and frees the window's device queue (completing what was published). */
+void ompi_osc_gpuic_devqueue_release(ompi_osc_gpuic_module_t *module);
+/** Stops the proxy and frees its context (component finalize, after every window). */
+void ompi_osc_gpuic_devqueue_finalize(void);
 
 /** A host copy of a user buffer in device memory (host code never dereferences device memory). */
 typedef struct ompi_osc_gpuic_bounce {

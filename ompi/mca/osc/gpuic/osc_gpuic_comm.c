@@ -142,7 +142,12 @@ int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
     uint64_t issued;
     gpuic_status_t status;
+    int rc;
 
+    /* What device code posted to the proxy is complete first. */
+    if (module->devq != NULL && (rc = ompi_osc_gpuic_devqueue_drain(module)) != OMPI_SUCCESS) {
+        return rc;
+    }
     /* Direct stores are complete once they are globally visible. */
     opal_atomic_mb();
     issued = __atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE);
@@ -180,10 +185,14 @@ int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target)
 
 int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
 {
-    int n = ompi_comm_size(module->comm), i;
+    int n = ompi_comm_size(module->comm), i, rc;
     uint64_t issued, *peer_issued;
     gpuic_status_t status;
 
+    /* What device code posted to the proxy is complete first. */
+    if (module->devq != NULL && (rc = ompi_osc_gpuic_devqueue_drain(module)) != OMPI_SUCCESS) {
+        return rc;
+    }
     opal_atomic_mb();
     issued = __atomic_load_n(&module->ucx_issued, __ATOMIC_ACQUIRE);
     if (issued == __atomic_load_n(&module->ucx_flushed, __ATOMIC_ACQUIRE)) {

@@ -139,6 +139,28 @@ static int ompi_osc_gpuic_component_register(void)
         "MPI_ERR_OTHER, e.g. when that process died; 0 waits forever",
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.timeout);
+    mca_osc_gpuic_component.device_proxy = false;
+    (void)mca_base_component_var_register(
+        c, "device_proxy",
+        "Device calls go through the proxy thread even to targets they could reach with loads "
+        "and stores (same-node GPU windows mapped by CUDA IPC), for testing and comparison; "
+        "atomics on device memory stay device atomics",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_gpuic_component.device_proxy);
+    mca_osc_gpuic_component.device_queue_slots = 256;
+    (void)mca_base_component_var_register(
+        c, "device_queue_slots",
+        "Work-queue slots of a window's device queue (a power of two, 4 .. 65536): device "
+        "operations to proxy-path targets in flight at once",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_gpuic_component.device_queue_slots);
+    mca_osc_gpuic_component.device_stage_bytes = 8192;
+    (void)mca_base_component_var_register(
+        c, "device_stage_bytes",
+        "Pinned staging bytes per device-queue slot (a multiple of 64, 64 .. 1048576): the "
+        "largest piece of a device put, get or accumulate the proxy moves in one entry",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_gpuic_component.device_stage_bytes);
     ompi_osc_gpuic_pvars_register(c);
     return OMPI_SUCCESS;
 }
@@ -218,6 +240,7 @@ static int ompi_osc_gpuic_component_finalize(void)
         rc = opal_hash_table_get_next_key_uint64(&c->endpoints, &key, &value, node, &node);
     }
     OBJ_DESTRUCT(&c->endpoints);
+    ompi_osc_gpuic_devqueue_finalize();
     gpuic_context_destroy(c->ctx);
     c->ctx = NULL;
     OBJ_DESTRUCT(&c->lock);

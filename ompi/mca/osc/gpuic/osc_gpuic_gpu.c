@@ -101,6 +101,9 @@ void ompi_osc_gpuic_gpu_cleanup(ompi_osc_gpuic_module_t *module)
 {
     int i, n = module->comm != NULL ? ompi_comm_size(module->comm) : 0;
 
+    /* first: the proxy may still be copying through the peers' mappings */
+    ompi_osc_gpuic_devqueue_release(module);
+
     for (i = 0; module->peers != NULL && i < n; ++i) {
         if (module->peers[i].ipc_mapped) {
             gpuic_cuda_ipc_release(&module->peers[i].ipc, module->peers[i].win.direct);
@@ -132,6 +135,9 @@ int ompi_osc_gpuic_device_error(ompi_osc_gpuic_module_t *module)
     }
     /* Written by device code through the mapping; taken once, so the next call is clean. */
     cls = __atomic_exchange_n(module->dev_error, 0, __ATOMIC_ACQ_REL);
+    if (cls == 0) {
+        cls = (uint32_t)ompi_osc_gpuic_devqueue_quiesce(module);
+    }
     if (cls != 0) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.device_errors, 1);
         gpuic_log(GPUIC_LOG_DEBUG, "rank %d: a device call on window %d failed with class %u",
@@ -159,7 +165,8 @@ int ompi_osc_gpuic_device_handle(void *m, void **handle_p)
         return MPI_ERR_UNSUPPORTED_OPERATION;
     }
     host = calloc(1, len);
-    module->dev_error = calloc(1, 64); /* a cache line of its own */
+    /* a page of its own: CUDA registers whole pages, and a page registered twice fails */
+    module->dev_error = ompi_osc_gpuic_pages_alloc(64);
     if (host == NULL || module->dev_error == NULL) {
         free(host);
         free(module->dev_error);
@@ -196,6 +203,11 @@ int ompi_osc_gpuic_device_handle(void *m, void **handle_p)
         }
     }
     host->flags = all_same_gpu ? MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU : 0;
+    rc = ompi_osc_gpuic_devqueue_setup(module, host);
+    if (rc != OMPI_SUCCESS) {
+        free(host);
+        return rc;
+    }
     if (gpuic_cuda_mem_alloc(len, &module->dev_handle) != GPUIC_OK ||
         gpuic_cuda_memcpy(module->dev_handle, host, len) != GPUIC_OK) {
         gpuic_cuda_mem_free(module->dev_handle);
@@ -258,6 +270,7 @@ int ompi_osc_gpuic_device_handle_release(void *m)
     if (module->dev_handle == NULL) {
         return MPI_ERR_ARG; /* nothing was handed out */
     }
+    ompi_osc_gpuic_devqueue_release(module);
     gpuic_cuda_mem_free(module->dev_handle);
     module->dev_handle = NULL;
     return OMPI_SUCCESS;

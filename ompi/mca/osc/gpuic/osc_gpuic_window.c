@@ -96,6 +96,8 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
         for (i = 0; i < n; ++i) {
             gpuic_rkey_destroy(module->peers[i].win.rkey);
             gpuic_rkey_destroy(module->peers[i].state_rkey);
+            free(module->peers[i].address);
+            free(module->peers[i].rkey_blob);
         }
         free(module->peers);
     }
@@ -232,6 +234,18 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
+    /* kept for a device queue, whose proxy connects with a context of its own */
+    peer->address = malloc(info.address_len);
+    peer->rkey_blob = info.rkey_len > 0 ? malloc(info.rkey_len) : NULL;
+    if (peer->address == NULL || (info.rkey_len > 0 && peer->rkey_blob == NULL)) {
+        return MPI_ERR_NO_MEM;
+    }
+    memcpy(peer->address, address, info.address_len);
+    peer->address_len = info.address_len;
+    if (info.rkey_len > 0) {
+        memcpy(peer->rkey_blob, rkey, info.rkey_len);
+    }
+    peer->rkey_blob_len = info.rkey_len;
     peer->win.base = info.base;
     peer->win.size = info.size;
     peer->state_addr = info.state_addr;

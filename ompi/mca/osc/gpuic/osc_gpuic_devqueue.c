@@ -1,0 +1,434 @@
+/*
+ * Device queues: the proxy path of device calls.
+ *
+ * A window's device handle gets a queue when some target cannot be reached by device loads
+ * and stores (host-memory windows, other nodes) or when osc_gpuic_device_proxy forces the
+ * proxy path.  The queue is one block of pinned host memory mapped into the device (the ring
+ * of libgpuic's gpuic_ring_create_at(), the proxy's completion index and the staging areas),
+ * plus the producers' counters in device memory (MPIX_Gpuic_device_queue).  The process's
+ * proxy thread drains it: each entry is checked against the window's key table (a key per
+ * target region) and executed with UCX on the proxy's own context, or by driver copies
+ * through this process's CUDA IPC mapping for a forced-proxy GPU window.
+ *
+ * The proxy has a UCX context of its own because its thread drives that context's worker
+ * without locks; endpoints on it connect to the peers' component workers (one-sided
+ * operations need nothing from the target's side) with the addresses and keys kept from the
+ * window's creation, so building a queue needs no collective call.
+ */
+#include "ompi_config.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi.h"
+#include "ompi/proc/proc.h"
+
+#include "osc_gpuic.h"
+
+/* The device queue of one window. */
+typedef struct ompi_osc_gpuic_devqueue {
+    void *block;               /* pinned host block: ring, completion index, staging */
+    size_t block_len;
+    char *block_dev;           /* its device address */
+    gpuic_ring_t *ring;
+    uint64_t *done;            /* the proxy's completion index (in block) */
+    MPIX_Gpuic_device_queue *dev; /* device memory */
+    gpuic_keytable_t *keys;
+    gpuic_cmpl_t *cmpl;
+    gpuic_rkey_t **rkeys;      /* per rank: key unpacked on the proxy's endpoint, or NULL */
+    uint32_t *keyids;          /* per rank: key-table key (valid where the rank is proxied) */
+    bool *keyed;
+    int nranks;
+    bool attached;             /* the proxy drains the ring */
+    void *self_mapped;         /* our own host window registered for device loads, or NULL */
+    gpuic_status_t reported;   /* proxy error already returned to the program */
+} ompi_osc_gpuic_devqueue_t;
+
+/* Bytes of the completion index's line in the block. */
+#define OMPI_OSC_GPUIC_DONE_LINE 64
+
+/* Starts the proxy and its context on first use. */
+static int ompi_osc_gpuic_proxy_get(gpuic_proxy_t **proxy_p)
+{
+    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
+    gpuic_context_params_t cparams = {0};
+    gpuic_proxy_params_t pparams = {0};
+    gpuic_status_t status = GPUIC_OK;
+
+    opal_mutex_lock(&c->lock);
+    if (c->proxy == NULL) {
+        /* the proxy thread is the context's one user; setup calls pause it */
+        cparams.thread_serialized = 1;
+        status = gpuic_context_create(&cparams, &c->proxy_ctx);
+        if (status == GPUIC_OK) {
+            gpuic_context_set_timeout(c->proxy_ctx, c->timeout);
+            pparams.ctx = c->proxy_ctx;
+            pparams.copy = gpuic_cuda_memcpy;
+            status = gpuic_proxy_create(&pparams, &c->proxy);
+        }
+        if (status == GPUIC_OK && !c->proxy_endpoints_init) {
+            OBJ_CONSTRUCT(&c->proxy_endpoints, opal_hash_table_t);
+            if (opal_hash_table_init(&c->proxy_endpoints, 64) != OPAL_SUCCESS) {
+                OBJ_DESTRUCT(&c->proxy_endpoints);
+                status = GPUIC_ERR_NO_MEMORY;
+            } else {
+                c->proxy_endpoints_init = true;
+            }
+        }
+        if (status != GPUIC_OK) {
+            gpuic_log(GPUIC_LOG_ERROR, "cannot start the proxy for device calls: %s",
+                      gpuic_status_string(status));
+            gpuic_proxy_destroy(c->proxy);
+            c->proxy = NULL;
+            gpuic_context_destroy(c->proxy_ctx);
+            c->proxy_ctx = NULL;
+        }
+    }
+    *proxy_p = c->proxy;
+    opal_mutex_unlock(&c->lock);
+    return ompi_osc_gpuic_error(status);
+}
+
+/* The proxy context's endpoint to @p proc (created under a proxy pause by the caller). */
+static gpuic_status_t ompi_osc_gpuic_proxy_endpoint(struct ompi_proc_t *proc,
+                                                    const ompi_osc_gpuic_peer_t *peer,
+                                                    gpuic_ep_t **ep_p)
+{
+    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
+    uint64_t key = (uint64_t)(uintptr_t)proc;
+    gpuic_status_t status = GPUIC_OK;
+    void *value;
+
+    opal_mutex_lock(&c->lock);
+    if (opal_hash_table_get_value_uint64(&c->proxy_endpoints, key, &value) == OPAL_SUCCESS) {
+        *ep_p = value;
+    } else {
+        status = gpuic_ep_create(c->proxy_ctx, peer->address, peer->address_len, ep_p);
+        if (status == GPUIC_OK) {
+            opal_hash_table_set_value_uint64(&c->proxy_endpoints, key, *ep_p);
+        }
+    }
+    opal_mutex_unlock(&c->lock);
+    return status;
+}
+
+/* Enters @p rank's window into the queue's key table: through UCX on the proxy context, or,
+ * when @p direct, through this process's mapping of it. */
+static int ompi_osc_gpuic_devqueue_key(ompi_osc_gpuic_module_t *module,
+                                       ompi_osc_gpuic_devqueue_t *q, int rank, bool direct)
+{
+    ompi_osc_gpuic_peer_t *peer = &module->peers[rank];
+    gpuic_keytable_entry_t e = {0};
+    gpuic_status_t status = GPUIC_OK;
+
+    e.target = (uint32_t)rank;
+    e.len = peer->win.size;
+    if (direct) {
+        e.direct = 1;
+        e.base = (uint64_t)(uintptr_t)peer->win.direct;
+    } else {
+        e.base = peer->win.base;
+        status = ompi_osc_gpuic_proxy_endpoint(ompi_comm_peer_lookup(module->comm, rank), peer,
+                                               &e.ep);
+        if (status == GPUIC_OK) {
+            status = gpuic_rkey_unpack(e.ep, peer->rkey_blob, &q->rkeys[rank]);
+        }
+        e.rkey = q->rkeys[rank];
+    }
+    if (status == GPUIC_OK) {
+        status = gpuic_keytable_insert(q->keys, &e, &q->keyids[rank]);
+    }
+    if (status != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "rank %d: device queue of window %d cannot reach rank %d: %s",
+                  ompi_osc_gpuic_rank(module), module->id, rank, gpuic_status_string(status));
+        return ompi_osc_gpuic_error(status);
+    }
+    q->keyed[rank] = true;
+    return OMPI_SUCCESS;
+}
+
+/* Allocates the pinned block, the ring in it, the key table and the counters. */
+static int ompi_osc_gpuic_devqueue_alloc(ompi_osc_gpuic_module_t *module,
+                                         ompi_osc_gpuic_devqueue_t **q_p)
+{
+    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
+    uint32_t slots = (uint32_t)c->device_queue_slots;
+    size_t stage = (size_t)c->device_stage_bytes, ring_len = gpuic_ring_footprint(slots);
+    ompi_osc_gpuic_devqueue_t *q;
+    int n = ompi_comm_size(module->comm);
+    void *dev = NULL;
+
+    if (ring_len == 0 || slots < 4 || slots > 65536 || stage < 64 || stage > (1u << 20) ||
+        stage % 64 != 0) {
+        gpuic_log(GPUIC_LOG_ERROR, "osc_gpuic_device_queue_slots (%u) must be a power of two "
+                  "in 4 .. 65536 and osc_gpuic_device_stage_bytes (%zu) a multiple of 64 in "
+                  "64 .. 1048576", slots, stage);
+        return MPI_ERR_ARG;
+    }
+    q = calloc(1, sizeof(*q));
+    if (q == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    *q_p = q;
+    q->nranks = n;
+    q->rkeys = calloc((size_t)n, sizeof(*q->rkeys));
+    q->keyids = calloc((size_t)n, sizeof(*q->keyids));
+    q->keyed = calloc((size_t)n, sizeof(*q->keyed));
+    q->block_len = ring_len + OMPI_OSC_GPUIC_DONE_LINE + (size_t)slots * stage;
+    q->block = ompi_osc_gpuic_pages_alloc(q->block_len);
+    if (q->rkeys == NULL || q->keyids == NULL || q->keyed == NULL || q->block == NULL) {
+        gpuic_log(GPUIC_LOG_ERROR, "cannot allocate the %zu-byte device queue of window %d "
+                  "(lower osc_gpuic_device_queue_slots or osc_gpuic_device_stage_bytes)",
+                  q->block_len, module->id);
+        return MPI_ERR_NO_MEM;
+    }
+    if (gpuic_cuda_host_register(q->block, q->block_len, &dev) != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "cannot pin the %zu-byte device queue of window %d for the "
+                  "device (lower osc_gpuic_device_queue_slots or osc_gpuic_device_stage_bytes, "
+                  "or raise the locked-memory limit)", q->block_len, module->id);
+        free(q->block);
+        q->block = NULL;
+        return MPI_ERR_NO_MEM;
+    }
+    q->block_dev = dev;
+    q->done = (uint64_t *)((char *)q->block + ring_len);
+    if (gpuic_ring_create_at(q->block, ring_len, slots, (uint32_t)module->id, &q->ring) !=
+            GPUIC_OK ||
+        gpuic_keytable_create((uint32_t)(n < 65536 ? n : 65536), &q->keys) != GPUIC_OK ||
+        gpuic_cmpl_create((uint32_t)n, &q->cmpl) != GPUIC_OK) {
+        return MPI_ERR_NO_MEM;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* The device-memory descriptor of the queue. */
+static int ompi_osc_gpuic_devqueue_publish(ompi_osc_gpuic_devqueue_t *q)
+{
+    MPIX_Gpuic_device_queue d;
+    void *dev = NULL;
+    char *b = q->block_dev;
+    size_t ring_len = (char *)q->done - (char *)q->block;
+
+    memset(&d, 0, sizeof(d));
+    d.slots = (uint64_t *)(b + ((char *)q->ring->slots - (char *)q->block));
+    d.markers = (uint64_t *)(b + ((char *)q->ring->markers - (char *)q->block));
+    d.doorbell_host = (uint64_t *)(b + ((char *)&q->ring->doorbell - (char *)q->block));
+    d.done = (const uint64_t *)(b + ring_len);
+    d.stage = b + ring_len + OMPI_OSC_GPUIC_DONE_LINE;
+    d.stage_host = (uint64_t)(uintptr_t)((char *)q->block + ring_len + OMPI_OSC_GPUIC_DONE_LINE);
+    d.timeout_ns = (uint64_t)(mca_osc_gpuic_component.timeout * 1e9);
+    d.size = q->ring->size;
+    d.stage_bytes = (uint32_t)mca_osc_gpuic_component.device_stage_bytes;
+    if (gpuic_cuda_mem_alloc(sizeof(d), &dev) != GPUIC_OK ||
+        gpuic_cuda_memcpy(dev, &d, sizeof(d)) != GPUIC_OK) {
+        gpuic_cuda_mem_free(dev);
+        return MPI_ERR_NO_MEM;
+    }
+    q->dev = dev;
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_device_win *host)
+{
+    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
+    int n = ompi_comm_size(module->comm), me = ompi_comm_rank(module->comm), i, rc;
+    ompi_osc_gpuic_devqueue_t *q = NULL;
+    gpuic_proxy_queue_t pq = {0};
+    gpuic_proxy_t *proxy;
+    bool need = false;
+
+    if (module->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        return OMPI_SUCCESS; /* attached regions are not reachable from device code */
+    }
+    for (i = 0; i < n; ++i) {
+        if (module->peers[i].win.size > 0 &&
+            (host->peers[i].path == MPIX_GPUIC_DEVICE_PATH_NONE || c->device_proxy)) {
+            need = true;
+        }
+    }
+    if (!need) {
+        return OMPI_SUCCESS;
+    }
+    rc = ompi_osc_gpuic_proxy_get(&proxy);
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_devqueue_alloc(module, &q);
+        module->devq = q;
+    }
+    if (rc != OMPI_SUCCESS) {
+        ompi_osc_gpuic_devqueue_release(module);
+        return rc;
+    }
+    /* endpoints and keys on the proxy's context: its thread must stand still meanwhile */
+    gpuic_proxy_pause(proxy);
+    for (i = 0; i < n && rc == OMPI_SUCCESS; ++i) {
+        const ompi_osc_gpuic_peer_t *peer = &module->peers[i];
+        MPIX_Gpuic_device_peer *dp = &host->peers[i];
+
+        if (peer->win.size == 0) {
+            continue;
+        }
+        if (dp->path == MPIX_GPUIC_DEVICE_PATH_P2P) {
+            if (!c->device_proxy) {
+                continue;
+            }
+            /* forced: data through the proxy's copies over our mapping, atomics on it */
+            rc = ompi_osc_gpuic_devqueue_key(module, q, i, true);
+            dp->flags |= MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P | MPIX_GPUIC_DEVICE_PEER_LOADS;
+        } else if (peer->win.gpu) {
+            continue; /* device memory on another node: not reachable yet */
+        } else {
+            rc = ompi_osc_gpuic_devqueue_key(module, q, i, false);
+            dp->base = peer->win.base;
+        }
+        dp->path = MPIX_GPUIC_DEVICE_PATH_PROXY;
+        dp->key = q->keyids[i];
+    }
+    gpuic_proxy_resume(proxy);
+    if (rc == OMPI_SUCCESS && !module->gpu && module->size > 0 &&
+        host->peers[me].path == MPIX_GPUIC_DEVICE_PATH_PROXY) {
+        /* our own host window, mapped so device code can wait on signal words in it; where
+         * the memory cannot be registered, signal waits are unsupported (nothing else needs
+         * it) */
+        void *dptr = NULL;
+
+        if (gpuic_cuda_host_register(module->base, module->size, &dptr) == GPUIC_OK) {
+            q->self_mapped = module->base;
+            if (dptr == module->base) {
+                host->peers[me].flags |= MPIX_GPUIC_DEVICE_PEER_LOADS;
+            }
+        }
+    }
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_devqueue_publish(q);
+    }
+    if (rc == OMPI_SUCCESS) {
+        pq.ring = q->ring;
+        pq.keys = q->keys;
+        pq.cmpl = q->cmpl;
+        pq.done = q->done;
+        rc = ompi_osc_gpuic_error(gpuic_proxy_add(proxy, &pq));
+        q->attached = rc == OMPI_SUCCESS;
+    }
+    if (rc != OMPI_SUCCESS) {
+        ompi_osc_gpuic_devqueue_release(module);
+        for (i = 0; i < n; ++i) {
+            if (host->peers[i].path == MPIX_GPUIC_DEVICE_PATH_PROXY) {
+                host->peers[i].path = MPIX_GPUIC_DEVICE_PATH_NONE;
+            }
+        }
+        return rc;
+    }
+    host->queue = q->dev;
+    gpuic_log(GPUIC_LOG_DEBUG, "rank %d: window %d has a device queue of %u slots",
+              me, module->id, q->ring->size);
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_devqueue_drain(ompi_osc_gpuic_module_t *module)
+{
+    ompi_osc_gpuic_devqueue_t *q = module->devq;
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    gpuic_status_t status;
+    uint64_t published;
+
+    if (q == NULL || !q->attached) {
+        return OMPI_SUCCESS;
+    }
+    /* what device code published (finished kernels published all they posted) */
+    published = gpuic_ring_doorbell(q->ring);
+    while ((int64_t)(__atomic_load_n(q->done, __ATOMIC_ACQUIRE) - published) < 0) {
+        /* the proxy thread does the work: nothing to progress here */
+        status = gpuic_context_wait_round(mca_osc_gpuic_component.ctx, &wait, 0);
+        if (status != GPUIC_OK) {
+            gpuic_log(GPUIC_LOG_ERROR, "rank %d: device queue of window %d: %" PRIu64
+                      " entries not completed by the proxy", ompi_osc_gpuic_rank(module),
+                      module->id, published - __atomic_load_n(q->done, __ATOMIC_ACQUIRE));
+            return MPI_ERR_OTHER;
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_devqueue_quiesce(ompi_osc_gpuic_module_t *module)
+{
+    ompi_osc_gpuic_devqueue_t *q = module->devq;
+    gpuic_status_t err;
+    int rc = ompi_osc_gpuic_devqueue_drain(module);
+
+    if (rc != OMPI_SUCCESS || q == NULL) {
+        return rc;
+    }
+    err = gpuic_cmpl_error(q->cmpl);
+    if (err != GPUIC_OK && err != q->reported) {
+        q->reported = err; /* the word keeps the first error: report it once */
+        return ompi_osc_gpuic_error(err);
+    }
+    return OMPI_SUCCESS;
+}
+
+void ompi_osc_gpuic_devqueue_release(ompi_osc_gpuic_module_t *module)
+{
+    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
+    ompi_osc_gpuic_devqueue_t *q = module->devq;
+
+    if (q == NULL) {
+        return;
+    }
+    if (q->attached) {
+        /* completes what was published; later entries can no longer arrive */
+        (void)gpuic_proxy_remove(c->proxy, q->ring);
+    }
+    if (c->proxy != NULL) {
+        gpuic_proxy_pause(c->proxy);
+    }
+    for (int i = 0; i < q->nranks; ++i) {
+        if (q->keyed != NULL && q->keyed[i]) {
+            (void)gpuic_keytable_remove(q->keys, q->keyids[i]);
+        }
+        if (q->rkeys != NULL) {
+            gpuic_rkey_destroy(q->rkeys[i]);
+        }
+    }
+    if (c->proxy != NULL) {
+        gpuic_proxy_resume(c->proxy);
+    }
+    gpuic_keytable_destroy(q->keys);
+    gpuic_cmpl_destroy(q->cmpl);
+    gpuic_cuda_mem_free(q->dev);
+    if (q->self_mapped != NULL) {
+        gpuic_cuda_host_unregister(q->self_mapped);
+    }
+    if (q->block != NULL) {
+        gpuic_cuda_host_unregister(q->block);
+        free(q->block);
+    }
+    free(q->rkeys);
+    free(q->keyids);
+    free(q->keyed);
+    free(q);
+    module->devq = NULL;
+}
+
+void ompi_osc_gpuic_devqueue_finalize(void)
+{
+    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
+    uint64_t key;
+    void *value, *node = NULL;
+    int rc;
+
+    gpuic_proxy_destroy(c->proxy);
+    c->proxy = NULL;
+    if (c->proxy_endpoints_init) {
+        rc = opal_hash_table_get_first_key_uint64(&c->proxy_endpoints, &key, &value, &node);
+        while (rc == OPAL_SUCCESS) {
+            gpuic_ep_destroy(value);
+            rc = opal_hash_table_get_next_key_uint64(&c->proxy_endpoints, &key, &value, node,
+                                                     &node);
+        }
+        OBJ_DESTRUCT(&c->proxy_endpoints);
+        c->proxy_endpoints_init = false;
+    }
+    gpuic_context_destroy(c->proxy_ctx);
+    c->proxy_ctx = NULL;
+}

@@ -1,0 +1,568 @@
+/*
+ * mpix_gpuic_device_proxy.cuh - the proxy path of the device API (included by
+ * mpix_gpuic_device.cuh; not for direct use).
+ *
+ * A target device code cannot reach with loads and stores (a host-memory window, another
+ * node, or any target when the process forces the proxy path) is served by the window's
+ * device queue: a ring of work-queue entries (the layout of gpuic_wqe.h) in pinned host
+ * memory mapped into the device, drained by the process's proxy thread, which validates each
+ * entry against the window's key table and executes it with UCX.
+ *
+ * Producer protocol (GPU threads, many at once):
+ *  1. reserve n slots with a compare-and-swap on the reservation counter, which lives in
+ *     device memory (device atomics on pinned host memory are not allowed over PCIe);
+ *     reservations are checked against the proxy's completion index, not its read index, so
+ *     a slot's staging area stays the producer's until the entry using it has completed;
+ *  2. write the entry's 64-byte blocks into the mapped slots, fence, store the valid markers;
+ *  3. commit: wait until every earlier reservation is published (a device-memory copy of the
+ *     doorbell), store the host doorbell record, then release the device copy;
+ *  4. complete: the proxy stores its completion index (pinned host memory) after each round;
+ *     a thread waiting for an entry, a result or a flush reads it with system-scope acquire.
+ * Payloads of up to GPUIC_WQE_MAX_INLINE bytes travel inside the entry; larger ones, and
+ * every result, go through the slot's staging area.
+ */
+#ifndef MPIX_GPUIC_DEVICE_PROXY_CUH
+#define MPIX_GPUIC_DEVICE_PROXY_CUH
+
+#include <gpuic/gpuic_ring.h>
+#include <gpuic/gpuic_wqe.h>
+
+/* Entries posted per reservation when a transfer is split across staging areas. */
+#define GPUIC_DEV_PROXY_BATCH 8u
+
+/*
+ * Orders a GPU thread's stores to the mapped queue (payload in staging, slot words, markers)
+ * before its later stores there (markers, the doorbell record), for the proxy thread on the
+ * host, which reads them in the reverse order with acquire loads.
+ */
+__device__ static inline void gpuic_dev_fence_wqe_to_proxy(void)
+{
+    asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
+
+/*
+ * Reads the proxy's completion index: system-scope acquire, so that what the proxy wrote
+ * before it published the index (results in staging, data complete at the target) is visible
+ * to this thread's later loads.
+ */
+__device__ static inline uint64_t gpuic_dev_proxy_load_done(const uint64_t *done)
+{
+    uint64_t v;
+
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(done) : "memory");
+    return v;
+}
+
+/* Device-scope acquire load and release store/max of the queue's producer words: they order
+ * GPU producers among themselves (all on this GPU). */
+__device__ static inline unsigned long long gpuic_dev_proxy_ld_acquire(
+    const unsigned long long *p)
+{
+    unsigned long long v;
+
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ static inline void gpuic_dev_proxy_st_release(unsigned long long *p,
+                                                         unsigned long long v)
+{
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ static inline void gpuic_dev_proxy_max_release(unsigned long long *p,
+                                                          unsigned long long v)
+{
+    asm volatile("red.release.gpu.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ static inline uint64_t gpuic_dev_now_ns(void)
+{
+    uint64_t t;
+
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* True once a wait that started at *t0 (0: not yet) has lasted longer than the queue's
+ * timeout. */
+__device__ static inline bool gpuic_dev_proxy_timed_out(const MPIX_Gpuic_device_queue *q,
+                                                        uint64_t *t0)
+{
+    uint64_t limit = q->timeout_ns, now;
+
+    if (limit == 0) {
+        return false;
+    }
+    now = gpuic_dev_now_ns();
+    if (*t0 == 0) {
+        *t0 = now;
+        return false;
+    }
+    return now - *t0 > limit;
+}
+
+/* Waits until every entry below @p seq has completed.  MPI_ERR_OTHER (recorded) when the
+ * proxy does not get there within the window's timeout. */
+__device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t, uint64_t seq)
+{
+    MPIX_Gpuic_device_queue *q = t->queue;
+    uint64_t t0 = 0;
+
+    if ((long long)(gpuic_dev_proxy_ld_acquire(&q->done_seen) - seq) >= 0) {
+        return MPI_SUCCESS;
+    }
+    for (;;) {
+        uint64_t done = gpuic_dev_proxy_load_done(q->done);
+
+        if ((int64_t)(done - seq) >= 0) {
+            gpuic_dev_proxy_max_release(&q->done_seen, done);
+            return MPI_SUCCESS;
+        }
+        if (gpuic_dev_proxy_timed_out(q, &t0)) {
+            return gpuic_dev_fail(t->win, MPI_ERR_OTHER);
+        }
+    }
+}
+
+/* Reserves @p n consecutive slots; *start_p is the first one's sequence number. */
+__device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t, unsigned n,
+                                                     uint64_t *start_p)
+{
+    MPIX_Gpuic_device_queue *q = t->queue;
+    long long size = (long long)q->size;
+    unsigned long long cur = *(volatile unsigned long long *)&q->reserve;
+    uint64_t t0 = 0;
+
+    for (;;) {
+        unsigned long long lim = gpuic_dev_proxy_ld_acquire(&q->done_seen);
+
+        if ((long long)(cur + n - lim) > size) {
+            /* full as far as this GPU knows: ask the host side */
+            uint64_t done = gpuic_dev_proxy_load_done(q->done);
+
+            if ((int64_t)(done - lim) > 0) {
+                gpuic_dev_proxy_max_release(&q->done_seen, done);
+            } else if (gpuic_dev_proxy_timed_out(q, &t0)) {
+                return gpuic_dev_fail(t->win, MPI_ERR_OTHER);
+            }
+            cur = *(volatile unsigned long long *)&q->reserve;
+            continue;
+        }
+        unsigned long long prev = atomicCAS(&q->reserve, cur, cur + n);
+        if (prev == cur) {
+            *start_p = cur;
+            return MPI_SUCCESS;
+        }
+        cur = prev;
+    }
+}
+
+/* Copies an entry of @p nbb blocks into the slots from @p seq on, then its valid markers. */
+__device__ static inline void gpuic_dev_proxy_write(MPIX_Gpuic_device_queue *q, uint64_t seq,
+                                                    const gpuic_wqe_t *wqe, unsigned nbb)
+{
+    uint64_t mask = q->size - 1;
+
+    for (unsigned b = 0; b < nbb; ++b) {
+        uint4 *slot = (uint4 *)(q->slots + ((seq + b) & mask) * (GPUIC_WQE_BB_SIZE / 8));
+        const uint4 *src = (const uint4 *)&wqe->words[b * (GPUIC_WQE_BB_SIZE / 8)];
+
+        for (unsigned i = 0; i < GPUIC_WQE_BB_SIZE / 16; ++i) {
+            slot[i] = src[i];
+        }
+    }
+    gpuic_dev_fence_wqe_to_proxy();
+    for (unsigned b = 0; b < nbb; ++b) {
+        *(volatile uint64_t *)&q->markers[(seq + b) & mask] = gpuic_ring_marker(seq + b, b);
+    }
+}
+
+/* Publishes the @p n slots reserved at @p start, in reservation order. */
+__device__ static inline void gpuic_dev_proxy_commit(MPIX_Gpuic_device_queue *q, uint64_t start,
+                                                     unsigned n)
+{
+    gpuic_dev_fence_wqe_to_proxy(); /* the markers before the doorbell record */
+    while (gpuic_dev_proxy_ld_acquire(&q->doorbell) != start) {
+    }
+    *(volatile uint64_t *)q->doorbell_host = start + n;
+    /* the host record's store before the next producer's (same GPU, so device scope) */
+    gpuic_dev_proxy_st_release(&q->doorbell, start + n);
+}
+
+/* The staging area of slot @p seq: its device address and the host address entries carry. */
+__device__ static inline char *gpuic_dev_proxy_stage(const MPIX_Gpuic_device_queue *q,
+                                                     uint64_t seq, uint64_t *host)
+{
+    uint64_t off = (seq & (uint64_t)(q->size - 1)) * q->stage_bytes;
+
+    *host = q->stage_host + off;
+    return q->stage + off;
+}
+
+/* The header every entry to @p t at @p seq carries. */
+__device__ static inline gpuic_wqe_hdr_t gpuic_dev_proxy_hdr(const MPIX_Device_target *t,
+                                                             uint64_t seq)
+{
+    gpuic_wqe_hdr_t h;
+
+    h.wqe_index = (uint16_t)seq;
+    h.target = (uint32_t)t->rank;
+    h.flags = 0;
+    return h;
+}
+
+/* Blocks an inline put of @p bytes takes. */
+__device__ static inline unsigned gpuic_dev_proxy_inline_bb(size_t bytes)
+{
+    return gpuic_wqe_ds_to_bb(2 + (unsigned)((4 + bytes + GPUIC_WQE_SEG_SIZE - 1) /
+                                             GPUIC_WQE_SEG_SIZE));
+}
+
+/* Puts @p bytes from @p origin to @p raddr; complete at the target after a proxy flush.  The
+ * origin is read before the call returns. */
+__device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, const void *origin,
+                                                 size_t bytes, uint64_t raddr)
+{
+    MPIX_Gpuic_device_queue *q = t->queue;
+    gpuic_wqe_t wqe;
+    uint64_t seq;
+    int rc;
+
+    if (bytes <= GPUIC_WQE_MAX_INLINE) {
+        unsigned nbb = gpuic_dev_proxy_inline_bb(bytes);
+        gpuic_wqe_hdr_t h;
+
+        rc = gpuic_dev_proxy_reserve(t, nbb, &seq);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+        h = gpuic_dev_proxy_hdr(t, seq);
+        gpuic_wqe_build_put_inline(&wqe, &h, origin, (uint32_t)bytes, raddr, t->key);
+        gpuic_dev_proxy_write(q, seq, &wqe, nbb);
+        gpuic_dev_proxy_commit(q, seq, nbb);
+        return MPI_SUCCESS;
+    }
+    for (size_t off = 0; off < bytes;) {
+        size_t chunk_max = q->stage_bytes, left = bytes - off;
+        unsigned n = (unsigned)((left + chunk_max - 1) / chunk_max);
+
+        n = n < GPUIC_DEV_PROXY_BATCH ? n : GPUIC_DEV_PROXY_BATCH;
+        rc = gpuic_dev_proxy_reserve(t, n, &seq);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+        for (unsigned i = 0; i < n; ++i) {
+            size_t len = bytes - off < chunk_max ? bytes - off : chunk_max;
+            gpuic_wqe_hdr_t h = gpuic_dev_proxy_hdr(t, seq + i);
+            uint64_t host;
+            char *stage = gpuic_dev_proxy_stage(q, seq + i, &host);
+
+            gpuic_dev_copy(stage, (const char *)origin + off, len, 0, 1);
+            gpuic_wqe_build_put(&wqe, &h, host, 0, (uint32_t)len, raddr + off, t->key);
+            gpuic_dev_proxy_write(q, seq + i, &wqe, 1);
+            off += len;
+        }
+        gpuic_dev_proxy_commit(q, seq, n);
+    }
+    return MPI_SUCCESS;
+}
+
+/* Gets @p bytes from @p raddr into @p origin; complete on return. */
+__device__ static inline int gpuic_dev_proxy_get(const MPIX_Device_target *t, void *origin,
+                                                 size_t bytes, uint64_t raddr)
+{
+    MPIX_Gpuic_device_queue *q = t->queue;
+    gpuic_wqe_t wqe;
+    uint64_t seq;
+    int rc;
+
+    for (size_t off = 0; off < bytes;) {
+        size_t chunk_max = q->stage_bytes, left = bytes - off, pos = off;
+        unsigned n = (unsigned)((left + chunk_max - 1) / chunk_max);
+
+        n = n < GPUIC_DEV_PROXY_BATCH ? n : GPUIC_DEV_PROXY_BATCH;
+        rc = gpuic_dev_proxy_reserve(t, n, &seq);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+        for (unsigned i = 0; i < n; ++i) {
+            size_t len = bytes - pos < chunk_max ? bytes - pos : chunk_max;
+            gpuic_wqe_hdr_t h = gpuic_dev_proxy_hdr(t, seq + i);
+            uint64_t host;
+
+            gpuic_dev_proxy_stage(q, seq + i, &host);
+            gpuic_wqe_build_get(&wqe, &h, host, 0, (uint32_t)len, raddr + pos, t->key);
+            gpuic_dev_proxy_write(q, seq + i, &wqe, 1);
+            pos += len;
+        }
+        gpuic_dev_proxy_commit(q, seq, n);
+        rc = gpuic_dev_proxy_wait(t, seq + n);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+        for (unsigned i = 0; i < n; ++i) {
+            size_t len = bytes - off < chunk_max ? bytes - off : chunk_max;
+            uint64_t host;
+            const char *stage = gpuic_dev_proxy_stage(q, seq + i, &host);
+
+            gpuic_dev_copy((char *)origin + off, stage, len, 0, 1);
+            off += len;
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+/* One 8-byte atomic (GPUIC_WQE_OP_ATOMIC_FA or _CS) at @p raddr; the old value to *old. */
+__device__ static inline int gpuic_dev_proxy_atomic(const MPIX_Device_target *t, uint8_t opcode,
+                                                    uint64_t swap_add, uint64_t compare,
+                                                    uint64_t raddr, uint64_t *old)
+{
+    MPIX_Gpuic_device_queue *q = t->queue;
+    gpuic_wqe_t wqe;
+    gpuic_wqe_hdr_t h;
+    uint64_t seq, host;
+    const char *stage;
+    int rc = gpuic_dev_proxy_reserve(t, 1, &seq);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    h = gpuic_dev_proxy_hdr(t, seq);
+    stage = gpuic_dev_proxy_stage(q, seq, &host);
+    gpuic_wqe_build_atomic(&wqe, &h, opcode, swap_add, compare, host, 0, raddr, t->key);
+    gpuic_dev_proxy_write(q, seq, &wqe, 1);
+    gpuic_dev_proxy_commit(q, seq, 1);
+    rc = gpuic_dev_proxy_wait(t, seq + 1);
+    if (rc == MPI_SUCCESS) {
+        /* the proxy writes the old value in host byte order */
+        *old = *(const volatile uint64_t *)stage;
+    }
+    return rc;
+}
+
+/* Put-with-signal through the proxy: the payload, then (once it is complete at the target)
+ * the signal update, executed by the proxy in that order. */
+__device__ static inline int gpuic_dev_proxy_put_signal(const MPIX_Device_target *t,
+                                                        const void *origin, size_t bytes,
+                                                        uint64_t raddr, uint64_t sig_raddr,
+                                                        uint64_t value, uint8_t sig_op)
+{
+    MPIX_Gpuic_device_queue *q = t->queue;
+    size_t head = 0, last;
+    gpuic_wqe_t wqe;
+    gpuic_wqe_hdr_t h;
+    uint64_t seq, host;
+    char *stage;
+    int rc;
+
+    /* everything but the last staging area's worth goes as plain puts first */
+    if (bytes > q->stage_bytes) {
+        head = bytes - bytes % q->stage_bytes;
+        if (head == bytes) {
+            head -= q->stage_bytes;
+        }
+        rc = gpuic_dev_proxy_put(t, origin, head, raddr);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+    }
+    last = bytes - head;
+    rc = gpuic_dev_proxy_reserve(t, 2, &seq);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    h = gpuic_dev_proxy_hdr(t, seq);
+    stage = gpuic_dev_proxy_stage(q, seq, &host);
+    gpuic_dev_copy(stage, (const char *)origin + head, last, 0, 1);
+    gpuic_wqe_build_put_signal(&wqe, &h, host, 0, (uint32_t)last, raddr + head, t->key,
+                               sig_raddr, t->key, sig_op, value);
+    gpuic_dev_proxy_write(q, seq, &wqe, 2);
+    gpuic_dev_proxy_commit(q, seq, 2);
+    return MPI_SUCCESS;
+}
+
+/* Waits until everything posted to the queue so far (by any thread) has completed. */
+__device__ static inline int gpuic_dev_proxy_flush(const MPIX_Device_target *t)
+{
+    return gpuic_dev_proxy_wait(t, gpuic_dev_proxy_ld_acquire(&t->queue->reserve));
+}
+
+/* The proxy's accumulate op and type codes for a device op and type; false where the proxy
+ * has no such operation (the caller then uses compare-and-swap loops). */
+__device__ static inline bool gpuic_dev_proxy_acc_codes(MPIX_Device_op op, MPIX_Device_type type,
+                                                        uint8_t *pop, uint8_t *ptype)
+{
+    switch (op) {
+    case MPIX_DEVICE_SUM:     *pop = GPUIC_ACC_SUM; break;
+    case MPIX_DEVICE_MIN:     *pop = GPUIC_ACC_MIN; break;
+    case MPIX_DEVICE_MAX:     *pop = GPUIC_ACC_MAX; break;
+    case MPIX_DEVICE_BAND:    *pop = GPUIC_ACC_BAND; break;
+    case MPIX_DEVICE_BOR:     *pop = GPUIC_ACC_BOR; break;
+    case MPIX_DEVICE_BXOR:    *pop = GPUIC_ACC_BXOR; break;
+    case MPIX_DEVICE_REPLACE: *pop = GPUIC_ACC_REPLACE; break;
+    default:                  return false;
+    }
+    switch (type) {
+    case MPIX_DEVICE_INT32:  *ptype = GPUIC_ACC_INT32; break;
+    case MPIX_DEVICE_UINT32: *ptype = GPUIC_ACC_UINT32; break;
+    case MPIX_DEVICE_INT64:  *ptype = GPUIC_ACC_INT64; break;
+    case MPIX_DEVICE_UINT64: *ptype = GPUIC_ACC_UINT64; break;
+    case MPIX_DEVICE_FLOAT:  *ptype = GPUIC_ACC_FLOAT; break;
+    case MPIX_DEVICE_DOUBLE: *ptype = GPUIC_ACC_DOUBLE; break;
+    default:                 return false;
+    }
+    return true;
+}
+
+/* Non-fetching accumulate of @p count elements through accumulate entries (the proxy updates
+ * each element atomically); complete at the target after a proxy flush. */
+__device__ static inline int gpuic_dev_proxy_accumulate(const MPIX_Device_target *t,
+                                                        const void *origin, int count,
+                                                        size_t esize, uint8_t op, uint8_t type,
+                                                        uint64_t raddr)
+{
+    MPIX_Gpuic_device_queue *q = t->queue;
+    size_t per = q->stage_bytes / esize;
+    gpuic_wqe_t wqe;
+    uint64_t seq, host;
+    int rc;
+
+    for (size_t done = 0; done < (size_t)count;) {
+        size_t n = (size_t)count - done < per ? (size_t)count - done : per;
+        gpuic_wqe_hdr_t h;
+        char *stage;
+
+        rc = gpuic_dev_proxy_reserve(t, 1, &seq);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+        h = gpuic_dev_proxy_hdr(t, seq);
+        stage = gpuic_dev_proxy_stage(q, seq, &host);
+        gpuic_dev_copy(stage, (const char *)origin + done * esize, n * esize, 0, 1);
+        gpuic_wqe_build_accumulate(&wqe, &h, op, type, (uint32_t)n, (uint32_t)esize, host, 0,
+                                   raddr + done * esize, t->key);
+        gpuic_dev_proxy_write(q, seq, &wqe, 1);
+        gpuic_dev_proxy_commit(q, seq, 1);
+        done += n;
+    }
+    return MPI_SUCCESS;
+}
+
+/*
+ * Fetch-and-op on one element of 4 or 8 bytes through proxy atomics: a compare-and-swap loop
+ * on the aligned 8-byte word that holds it (atomic against every other proxy and UCX atomic
+ * on the word).  MPI_ERR_UNSUPPORTED_OPERATION when that word reaches past the window.
+ */
+template <typename T, bool INTEGER>
+__device__ static inline int gpuic_dev_proxy_fetch_op(const MPIX_Device_target *t, uint64_t raddr,
+                                                      MPIX_Device_op op, T origin, T *old_out)
+{
+    uint64_t waddr = raddr & ~(uint64_t)7, base = (uint64_t)(uintptr_t)t->base;
+    unsigned shift = (unsigned)(raddr - waddr) * 8;
+    uint64_t cur, seen, next;
+    T oldv, newv;
+    int rc;
+
+    if (waddr < base || waddr - base + 8 > t->size) {
+        return gpuic_dev_fail(t->win, MPI_ERR_UNSUPPORTED_OPERATION);
+    }
+    rc = gpuic_dev_proxy_atomic(t, GPUIC_WQE_OP_ATOMIC_FA, 0, 0, waddr, &cur);
+    for (;;) {
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+        if (sizeof(T) == 8) {
+            memcpy(&oldv, &cur, 8);
+        } else {
+            uint32_t part = (uint32_t)(cur >> shift);
+            memcpy(&oldv, &part, 4);
+        }
+        if (!gpuic_dev_combiner<T, INTEGER>::apply(op, origin, oldv, &newv)) {
+            return gpuic_dev_fail(t->win, MPI_ERR_ARG);
+        }
+        if (op == MPIX_DEVICE_NO_OP) {
+            break;
+        }
+        if (sizeof(T) == 8) {
+            memcpy(&next, &newv, 8);
+        } else {
+            uint32_t part;
+            memcpy(&part, &newv, 4);
+            next = (cur & ~((uint64_t)0xffffffffu << shift)) | ((uint64_t)part << shift);
+        }
+        rc = gpuic_dev_proxy_atomic(t, GPUIC_WQE_OP_ATOMIC_CS, next, cur, waddr, &seen);
+        if (rc == MPI_SUCCESS && seen == cur) {
+            break;
+        }
+        cur = seen;
+    }
+    if (old_out != NULL) {
+        *old_out = oldv;
+    }
+    return MPI_SUCCESS;
+}
+
+/* gpuic_dev_proxy_fetch_op on element @p i, by type. */
+__device__ static inline int gpuic_dev_proxy_fetch_op_at(const MPIX_Device_target *t,
+                                                         uint64_t raddr, MPIX_Device_type type,
+                                                         MPIX_Device_op op, const void *origin,
+                                                         void *result, int i)
+{
+    switch (type) {
+    case MPIX_DEVICE_INT32:
+        return gpuic_dev_proxy_fetch_op<int32_t, true>(
+            t, raddr + 4 * i, op, origin ? ((const int32_t *)origin)[i] : 0,
+            result ? (int32_t *)result + i : NULL);
+    case MPIX_DEVICE_UINT32:
+        return gpuic_dev_proxy_fetch_op<uint32_t, true>(
+            t, raddr + 4 * i, op, origin ? ((const uint32_t *)origin)[i] : 0,
+            result ? (uint32_t *)result + i : NULL);
+    case MPIX_DEVICE_INT64:
+        return gpuic_dev_proxy_fetch_op<int64_t, true>(
+            t, raddr + 8 * i, op, origin ? ((const int64_t *)origin)[i] : 0,
+            result ? (int64_t *)result + i : NULL);
+    case MPIX_DEVICE_UINT64:
+        return gpuic_dev_proxy_fetch_op<uint64_t, true>(
+            t, raddr + 8 * i, op, origin ? ((const uint64_t *)origin)[i] : 0,
+            result ? (uint64_t *)result + i : NULL);
+    case MPIX_DEVICE_FLOAT:
+        return gpuic_dev_proxy_fetch_op<float, false>(
+            t, raddr + 4 * i, op, origin ? ((const float *)origin)[i] : 0.0f,
+            result ? (float *)result + i : NULL);
+    case MPIX_DEVICE_DOUBLE:
+        return gpuic_dev_proxy_fetch_op<double, false>(
+            t, raddr + 8 * i, op, origin ? ((const double *)origin)[i] : 0.0,
+            result ? (double *)result + i : NULL);
+    }
+    return gpuic_dev_fail(t->win, MPI_ERR_ARG);
+}
+
+/*
+ * Accumulate through the proxy: one accumulate entry per staging area where the proxy has the
+ * operation, otherwise a fetch-and-op loop per element (complete on return).
+ */
+__device__ static inline int gpuic_dev_proxy_acc(const MPIX_Device_target *t, const void *origin,
+                                                 int count, MPIX_Device_type type,
+                                                 MPIX_Device_op op, uint64_t raddr)
+{
+    uint8_t pop, ptype;
+
+    if (op == MPIX_DEVICE_NO_OP || count == 0) {
+        return MPI_SUCCESS;
+    }
+    if (gpuic_dev_proxy_acc_codes(op, type, &pop, &ptype)) {
+        return gpuic_dev_proxy_accumulate(t, origin, count, gpuic_dev_type_size(type), pop,
+                                          ptype, raddr);
+    }
+    for (int i = 0; i < count; ++i) {
+        int rc = gpuic_dev_proxy_fetch_op_at(t, raddr, type, op, origin, NULL, i);
+
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+#endif /* MPIX_GPUIC_DEVICE_PROXY_CUH */
