@@ -2,7 +2,13 @@
  * device_bench: device-initiated RMA on gpuic GPU windows, with the raw floors of the same
  * machine measured in the same run.  Two ranks (under MPS when they share a GPU).
  *
- *   mpirun -np 2 --mca osc gpuic device_bench [--iters N] [--csv FILE]
+ *   mpirun -np 2 --mca osc gpuic device_bench [--iters N] [--csv FILE] [--host-window]
+ *                                             [--label NAME]
+ *
+ * --host-window puts the window in host memory, so every device call takes the proxy path
+ * (work-queue entries executed by the proxy thread); rows are then labelled "proxy" (or
+ * --label), and the floors that need a device mapping of the peer are left out.  With
+ * OMPI_MCA_osc_gpuic_device_proxy=1 a GPU window's data goes through the proxy too.
  *
  * Rows (CSV: component,measure,size,value,unit):
  *   gpuic put_flush           8 B put + MPIX_Win_flush_device, per operation (origin side)
@@ -38,6 +44,18 @@
 
 static int rank;
 static FILE *csv;
+static const char *label = "gpuic"; /* component column of this run's rows */
+static bool host_window;
+
+/* Fills window bytes: the window is device memory, or host memory with --host-window. */
+static void win_memset(char *p, int byte, size_t len)
+{
+    if (host_window) {
+        memset(p, byte, len);
+    } else {
+        cudaMemset(p, byte, len);
+    }
+}
 
 static void row(const char *component, const char *measure, size_t size, double value,
                 const char *unit)
@@ -290,6 +308,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
+        else if (!strcmp(argv[i], "--label") && i + 1 < argc) label = argv[++i];
+        else if (!strcmp(argv[i], "--host-window")) {
+            host_window = true;
+            if (!strcmp(label, "gpuic")) label = "proxy";
+        }
     }
     if (nranks != 2 || cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         if (rank == 0) fprintf(stderr, "device_bench: needs 2 ranks and a GPU\n");
@@ -301,11 +324,25 @@ int main(int argc, char **argv)
     int peer = 1 - rank;
 
     MPI_Info_create(&info);
-    MPI_Info_set(info, "mpi_assert_memory_alloc_kinds", "cuda:device");
+    if (!host_window) {
+        MPI_Info_set(info, "mpi_assert_memory_alloc_kinds", "cuda:device");
+    }
     MPI_Win_allocate(WIN_BYTES, 1, info, MPI_COMM_WORLD, &base, &win);
     MPI_Info_free(&info);
-    cudaMemset(base, 0, WIN_BYTES);
-    MPIX_Win_get_device_handle(win, &h);
+    win_memset(base, 0, WIN_BYTES);
+    if (MPIX_Win_get_device_handle(win, &h) != MPI_SUCCESS) {
+        if (rank == 0) fprintf(stderr, "device_bench: no device handle\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    {
+        int path = -1;
+        MPIX_Win_gpuic_device_path(win, peer, &path);
+        if (rank == 0) {
+            printf("# %s: device path to the peer: %s\n", label,
+                   path == MPIX_GPUIC_DEVICE_PATH_P2P ? "P2P"
+                   : path == MPIX_GPUIC_DEVICE_PATH_PROXY ? "proxy" : "none");
+        }
+    }
     cudaMalloc(&d_ns, 64);
     cudaMalloc(&d_buf, 64);
     cudaMalloc(&d_src, 16u << 20);
@@ -320,30 +357,30 @@ int main(int argc, char **argv)
         k_put_flush<<<1, 1>>>(h, peer, 100, d_buf, d_ns);
         cudaDeviceSynchronize();
         k_put_flush<<<1, 1>>>(h, peer, iters, d_buf, d_ns);
-        row("gpuic", "put_flush", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+        row(label, "put_flush", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
         k_get<<<1, 1>>>(h, peer, iters, d_buf, d_ns);
-        row("gpuic", "get", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+        row(label, "get", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
         k_fadd<<<1, 1>>>(h, peer, iters, (int64_t *)d_buf, d_ns);
-        row("gpuic", "fetch_add", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+        row(label, "fetch_add", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
         k_put_flush_target<<<1, 1>>>(h, peer, iters, d_buf, d_ns);
-        row("gpuic", "put_flush_resolved", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+        row(label, "put_flush_resolved", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
         k_get_target<<<1, 1>>>(h, peer, iters, d_buf, d_ns);
-        row("gpuic", "get_resolved", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+        row(label, "get_resolved", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
     }
     MPI_Barrier(MPI_COMM_WORLD);
 
     /* ping-pong with put-with-signal */
-    cudaMemset(base + SIG_OFF, 0, 8);
+    win_memset(base + SIG_OFF, 0, 8);
     cudaDeviceSynchronize();
     MPI_Barrier(MPI_COMM_WORLD);
     k_pingpong<<<1, 1>>>(h, rank, iters, d_buf, d_ns);
-    row("gpuic", "pingpong_signal", 8, read_ns(d_ns) / (double)iters / 2 / 1e3, "us");
+    row(label, "pingpong_signal", 8, read_ns(d_ns) / (double)iters / 2 / 1e3, "us");
     MPI_Barrier(MPI_COMM_WORLD);
-    cudaMemset(base + SIG_OFF, 0, 8);
+    win_memset(base + SIG_OFF, 0, 8);
     cudaDeviceSynchronize();
     MPI_Barrier(MPI_COMM_WORLD);
     k_pingpong_target<<<1, 1>>>(h, rank, iters, d_buf, d_ns);
-    row("gpuic", "pingpong_signal_resolved", 8, read_ns(d_ns) / (double)iters / 2 / 1e3, "us");
+    row(label, "pingpong_signal_resolved", 8, read_ns(d_ns) / (double)iters / 2 / 1e3, "us");
     MPI_Barrier(MPI_COMM_WORLD);
 
     /* message rate */
@@ -363,7 +400,7 @@ int main(int argc, char **argv)
             cudaEventElapsedTime(&ms, e0, e1);
             char name[64];
             snprintf(name, sizeof(name), "msg_rate_%dx%d", blocks, threads);
-            row("gpuic", name, 8, (double)blocks * threads * per / (ms * 1e-3) / 1e6, "Mmsg/s");
+            row(label, name, 8, (double)blocks * threads * per / (ms * 1e-3) / 1e6, "Mmsg/s");
             cudaEventDestroy(e0);
             cudaEventDestroy(e1);
         }
@@ -380,7 +417,7 @@ int main(int argc, char **argv)
             cudaEventRecord(e1);
             cudaEventSynchronize(e1);
             cudaEventElapsedTime(&ms, e0, e1);
-            row("gpuic", "put_bw", bytes, bytes * (double)reps / (ms * 1e-3) / 1e9, "GB/s");
+            row(label, "put_bw", bytes, bytes * (double)reps / (ms * 1e-3) / 1e9, "GB/s");
             cudaEventDestroy(e0);
             cudaEventDestroy(e1);
         }
@@ -388,8 +425,8 @@ int main(int argc, char **argv)
     MPI_Win_unlock_all(win);
     MPI_Barrier(MPI_COMM_WORLD);
 
-    /* floors: raw IPC store ping-pong through the same mapping */
-    {
+    /* floors: raw IPC store ping-pong through the same mapping (P2P runs only) */
+    if (!host_window && strcmp(label, "gpuic") == 0) {
         MPIX_Gpuic_device_win *hw = (MPIX_Gpuic_device_win *)malloc(
             sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer));
         cudaMemcpy(hw, h, sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer),
@@ -405,8 +442,8 @@ int main(int argc, char **argv)
     }
     MPI_Barrier(MPI_COMM_WORLD);
 
-    /* dissection of put + flush, rank 0 */
-    if (rank == 0) {
+    /* dissection of put + flush, rank 0 (P2P runs only) */
+    if (rank == 0 && !host_window && strcmp(label, "gpuic") == 0) {
         static const char *names[] = {"dissect_store", "dissect_store_fence_acqrel_gpu",
                                       "dissect_store_threadfence", "dissect_store_fence_acqrel_sys",
                                       "dissect_api_put_noflush", "dissect_raw_load",

@@ -35,6 +35,12 @@ echo "MPS: ${CUDA_MPS_PIPE_DIRECTORY:-not started here}" | tee "$out/mps.txt"
 
 echo "== gpuic device API (P2P path) and floors"
 "${mpirun[@]}" --mca osc gpuic "$build/contrib/bench/device_bench" --iters "$iters" --csv "$csv"
+echo "== gpuic device API, proxy path (host-memory window)"
+"${mpirun[@]}" --mca osc gpuic "$build/contrib/bench/device_bench" --iters "$iters" --csv "$csv" \
+    --host-window
+echo "== gpuic device API, proxy path forced on the GPU window (osc_gpuic_device_proxy)"
+"${mpirun[@]}" --mca osc gpuic --mca osc_gpuic_device_proxy 1 \
+    "$build/contrib/bench/device_bench" --iters "$iters" --csv "$csv" --label proxy_gpuwin
 
 nv=${NVSHMEM_HOME:-}
 if [ -z "$nv" ]; then
@@ -81,4 +87,19 @@ awk -F, 'NR > 1 { key = $2 "," $3; v[$1 "," key] = $4; u[key] = $5
             printf "| %s | %s | %s | %s | %s | %s |\n", p[1], p[2], g, nv, r, u[k]
         }
     }' "$csv" | tee "$out/ratios.md"
+echo
+echo "== proxy path against the GPU -> CPU -> GPU round trip"
+awk -F, 'NR > 1 { v[$1 "," $2 "," $3] = $4; u[$2 "," $3] = $5
+                  if ($1 ~ /^proxy/ && !(($1 "," $2 "," $3) in seen)) {
+                      seen[$1 "," $2 "," $3] = 1; order[++n] = $1 "," $2 "," $3 } }
+    END {
+        f = v["floor,gpu_cpu_gpu_rtt,8"]
+        print "| run | measure | size | value | P2P (gpuic) | value / GPU-CPU-GPU RTT (" f " us) | unit |"
+        print "|---|---|---:|---:|---:|---:|---|"
+        for (i = 1; i <= n; ++i) {
+            split(order[i], p, ","); k = p[2] "," p[3]
+            r = (u[k] == "us" && f > 0) ? sprintf("%.2f", v[order[i]] / f) : "-"
+            printf "| %s | %s | %s | %s | %s | %s | %s |\n", p[1], p[2], p[3], v[order[i]], v["gpuic," k], r, u[k]
+        }
+    }' "$csv" | tee -a "$out/ratios.md"
 echo "results in $out"

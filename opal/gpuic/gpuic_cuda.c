@@ -120,19 +120,33 @@ static int gpuic_cuda_load(void)
     return 1;
 }
 
-/* A current context for this thread: the caller's, else the device's primary context. */
+/* The context the process works in: the first one found current (the program's, e.g. after
+ * cudaSetDevice), so that threads of libgpuic's own (the proxy) use the same device. */
+static CUcontext gpuic_cuda_home_ctx;
+
+/* A current context for this thread: the caller's; else the process's (for threads that never
+ * called CUDA, such as the proxy thread); else device 0's primary context. */
 static gpuic_status_t gpuic_cuda_ensure_context(void)
 {
-    CUcontext ctx = NULL;
+    CUcontext ctx = NULL, home = __atomic_load_n(&gpuic_cuda_home_ctx, __ATOMIC_ACQUIRE);
     CUdevice dev;
 
     if (gpuic_cuda.ctx_get_current(&ctx) == CUDA_SUCCESS && ctx != NULL) {
+        if (home == NULL) {
+            __atomic_compare_exchange_n(&gpuic_cuda_home_ctx, &home, ctx, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE);
+        }
         return GPUIC_OK;
+    }
+    if (home != NULL) {
+        return gpuic_cuda_check(gpuic_cuda.ctx_set_current(home), "cuCtxSetCurrent");
     }
     if (gpuic_cuda.device_get(&dev, 0) != CUDA_SUCCESS ||
         gpuic_cuda.primary_ctx_retain(&ctx, dev) != CUDA_SUCCESS) {
         return GPUIC_ERR_NO_DEVICE;
     }
+    __atomic_compare_exchange_n(&gpuic_cuda_home_ctx, &home, ctx, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
     return gpuic_cuda_check(gpuic_cuda.ctx_set_current(ctx), "cuCtxSetCurrent");
 }
 
@@ -227,6 +241,9 @@ gpuic_status_t gpuic_cuda_memcpy(void *dst, const void *src, size_t len)
     }
     if (len == 0) {
         return GPUIC_OK;
+    }
+    if (gpuic_cuda_ensure_context() != GPUIC_OK) { /* called from the proxy thread too */
+        return GPUIC_ERR_NO_DEVICE;
     }
     /* Unified addressing: the driver tells host from device by the addresses.  cuMemcpy may
      * return before a copy into device memory has landed (from pageable memory, or device to

@@ -13,6 +13,9 @@
  *     byte written outside the window, and the host's next flush reports the first error;
  *  7. host MPI calls on the same GPU windows (host and device buffers) in later epochs, and a
  *     window made by MPI_Win_create on cudaMalloc memory.
+ * With GPUIC_TEST_HOST_WINDOW=1 the window of 1-7 is host memory, so every device call goes
+ * through the proxy path (work-queue entries executed by the proxy thread); with
+ * OMPI_MCA_osc_gpuic_device_proxy=1 a GPU window's data moves through the proxy too.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -47,6 +50,8 @@
     } while (0)
 
 static int rank, nranks;
+static bool host_window;   /* GPUIC_TEST_HOST_WINDOW: the window is host memory */
+static bool forced_proxy;  /* osc_gpuic_device_proxy: device data through the proxy */
 
 __device__ unsigned char pattern(int writer, int i)
 {
@@ -243,7 +248,7 @@ __global__ void k_errors(MPIX_Win_device win, int right, int nranks, unsigned ch
 static int run_kernel_rc(int *d_rc, int *h_rc)
 {
     CUDA_CHECK(cudaDeviceSynchronize());
-    CUDA_CHECK(cudaMemcpy(h_rc, d_rc, NRC * sizeof(int), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(h_rc, d_rc, NRC * sizeof(int), cudaMemcpyDefault));
     return 0;
 }
 
@@ -255,9 +260,17 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
     unsigned char *d_buf, *host = (unsigned char *)malloc(WIN_BYTES);
     int path = -1;
 
+    CHECK(MPIX_Win_gpuic_device_path(win, right, &path) == MPI_ERR_ARG); /* no handle yet */
     CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
     CHECK(MPIX_Win_gpuic_target_path(win, right, &path) == MPI_SUCCESS);
-    CHECK(nranks == 1 || path == MPIX_GPUIC_PATH_IPC || right == rank);
+    CHECK(nranks == 1 || right == rank ||
+          path == (host_window ? MPIX_GPUIC_PATH_DIRECT : MPIX_GPUIC_PATH_IPC));
+    for (int r = 0; r < nranks; ++r) {
+        CHECK(MPIX_Win_gpuic_device_path(win, r, &path) == MPI_SUCCESS);
+        CHECK(path == (host_window || forced_proxy ? MPIX_GPUIC_DEVICE_PATH_PROXY
+                                                   : MPIX_GPUIC_DEVICE_PATH_P2P));
+    }
+    CHECK(MPIX_Win_gpuic_device_path(win, nranks, &path) == MPI_ERR_RANK);
     CUDA_CHECK(cudaMalloc(&d_rc, NRC * sizeof(int)));
     CUDA_CHECK(cudaMalloc(&d_buf, 4 * BLOCK_BYTES));
     CUDA_CHECK(cudaMemset(base, 0xee, WIN_BYTES));
@@ -274,7 +287,7 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
     for (int i = 0; i < 6; ++i) CHECK(h_rc[i] == MPI_SUCCESS);
     CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
     MPI_Barrier(MPI_COMM_WORLD);
-    CUDA_CHECK(cudaMemcpy(host, base, WIN_BYTES, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(host, base, WIN_BYTES, cudaMemcpyDefault));
     {
         int bad = 0;
         for (int i = 0; i < 256; ++i) bad += host[OFF_PUT_THREAD + i] != host_pattern(left, i);
@@ -303,14 +316,14 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
     {
         unsigned char got[64];
         uint64_t sig = 0;
-        CUDA_CHECK(cudaMemcpy(got, base + OFF_PUT_THREAD + 256 + 64, 64, cudaMemcpyDeviceToHost));
-        CUDA_CHECK(cudaMemcpy(&sig, base + OFF_SIG - 8, 8, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(got, base + OFF_PUT_THREAD + 256 + 64, 64, cudaMemcpyDefault));
+        CUDA_CHECK(cudaMemcpy(&sig, base + OFF_SIG - 8, 8, cudaMemcpyDefault));
         int bad = 0;
         for (int i = 0; i < 64; ++i) bad += got[i] != host_pattern(left, i);
         CHECK(bad == 0);
         CHECK(sig == 5);
         /* the get brought our own pattern back from the right neighbour */
-        CUDA_CHECK(cudaMemcpy(got, d_buf + 64, 64, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(got, d_buf + 64, 64, cudaMemcpyDefault));
         bad = 0;
         for (int i = 0; i < 64; ++i) bad += got[i] != host_pattern(rank, i);
         CHECK(bad == 0);
@@ -323,7 +336,7 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
     k_get<<<1, 128>>>(h, right, d_buf, d_rc);
     run_kernel_rc(d_rc, h_rc);
     for (int i = 0; i < 3; ++i) CHECK(h_rc[i] == MPI_SUCCESS);
-    CUDA_CHECK(cudaMemcpy(host, d_buf, 256 + 4099 + BLOCK_BYTES, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(host, d_buf, 256 + 4099 + BLOCK_BYTES, cudaMemcpyDefault));
     {
         int bad = 0;
         for (int i = 0; i < 256; ++i) bad += host[i] != host_pattern(rank, i);
@@ -343,15 +356,15 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
         k_atomics<<<4, 128>>>(h, d_olds, d_rc);
         run_kernel_rc(d_rc, h_rc);
         CHECK(h_rc[0] == 0 && h_rc[1] == 0 && h_rc[2] == MPI_SUCCESS);
-        CUDA_CHECK(cudaMemcpy(olds, d_olds, sizeof(int64_t) * threads, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(olds, d_olds, sizeof(int64_t) * threads, cudaMemcpyDefault));
         MPI_Gather(olds, threads, MPI_INT64_T, all, threads, MPI_INT64_T, 0, MPI_COMM_WORLD);
         MPI_Win_flush_all(win);
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
             int64_t counter = 0;
             uint64_t cas = 0;
-            CUDA_CHECK(cudaMemcpy(&counter, base + OFF_COUNTER, 8, cudaMemcpyDeviceToHost));
-            CUDA_CHECK(cudaMemcpy(&cas, base + OFF_CAS, 8, cudaMemcpyDeviceToHost));
+            CUDA_CHECK(cudaMemcpy(&counter, base + OFF_COUNTER, 8, cudaMemcpyDefault));
+            CUDA_CHECK(cudaMemcpy(&cas, base + OFF_CAS, 8, cudaMemcpyDefault));
             CHECK(counter == (int64_t)threads * nranks);
             CHECK(cas == (uint64_t)640 * nranks);
             char *seen = (char *)calloc(threads * nranks, 1);
@@ -377,7 +390,7 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
         for (int i = 0; i < 8; ++i) ((double *)(init + 64 * 5))[i] = 1e30;
         for (int i = 0; i < 8; ++i) ((double *)(init + 64 * 9))[i] = -1e30;
         for (int i = 0; i < 8; ++i) ((int64_t *)(init + 64 * 2))[i] = -1;
-        CUDA_CHECK(cudaMemcpy(base + OFF_ACC, init, sizeof(init), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(base + OFF_ACC, init, sizeof(init), cudaMemcpyDefault));
         CUDA_CHECK(cudaDeviceSynchronize()); /* a pageable copy may still be in flight */
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -395,7 +408,7 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
         unsigned char got[64 * (NACC + 1)];
-        CUDA_CHECK(cudaMemcpy(got, base + OFF_ACC, sizeof(got), cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(got, base + OFF_ACC, sizeof(got), cudaMemcpyDefault));
         int bad = 0;
         for (int i = 0; i < 8; ++i) {
             int32_t sum = 0, prod = 1;
@@ -453,7 +466,7 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
     /* 6. errors */
     {
         unsigned char tail_before[64], tail_after[64];
-        CUDA_CHECK(cudaMemcpy(tail_before, base + WIN_BYTES - 64, 64, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(tail_before, base + WIN_BYTES - 64, 64, cudaMemcpyDefault));
         MPI_Barrier(MPI_COMM_WORLD);
         CUDA_CHECK(cudaMemset(d_rc, 0xff, NRC * sizeof(int)));
         k_errors<<<1, 1>>>(h, right, nranks, d_buf, d_rc);
@@ -471,7 +484,7 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
         CHECK(cls == MPI_ERR_RMA_RANGE); /* the first one recorded */
         CHECK(MPI_Win_flush(right, win) == MPI_SUCCESS);
         MPI_Barrier(MPI_COMM_WORLD);
-        CUDA_CHECK(cudaMemcpy(tail_after, base + WIN_BYTES - 64, 64, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(tail_after, base + WIN_BYTES - 64, 64, cudaMemcpyDefault));
         CHECK(memcmp(tail_before, tail_after, 64) == 0);
     }
     MPI_Win_unlock_all(win);
@@ -495,17 +508,17 @@ static void test_host_calls(MPI_Win win, unsigned char *base)
     /* get it back from the right neighbour into device memory */
     CHECK(MPI_Get(dbuf, 64, MPI_INT32_T, right, 0, 64, MPI_INT32_T, win) == MPI_SUCCESS);
     MPI_Win_fence(0, win);
-    CUDA_CHECK(cudaMemcpy(back, dbuf, sizeof(back), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(back, dbuf, sizeof(back), cudaMemcpyDefault));
     int bad = 0;
     for (int i = 0; i < 64; ++i) bad += back[i] != rank * 1000 + i;
     CHECK(bad == 0);
     /* my own window holds the left neighbour's values */
-    CUDA_CHECK(cudaMemcpy(back, base, sizeof(back), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(back, base, sizeof(back), cudaMemcpyDefault));
     bad = 0;
     for (int i = 0; i < 64; ++i) bad += back[i] != left * 1000 + i;
     CHECK(bad == 0);
     /* accumulate from device memory into rank 0 */
-    CUDA_CHECK(cudaMemcpy(dbuf, hbuf, sizeof(hbuf), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dbuf, hbuf, sizeof(hbuf), cudaMemcpyDefault));
     /* the program's own writes to its window complete before the epoch that exposes them */
     if (rank == 0) CUDA_CHECK(cudaMemset(base + 512, 0, 256));
     CUDA_CHECK(cudaDeviceSynchronize());
@@ -514,7 +527,7 @@ static void test_host_calls(MPI_Win win, unsigned char *base)
           MPI_SUCCESS);
     MPI_Win_fence(0, win);
     if (rank == 0) {
-        CUDA_CHECK(cudaMemcpy(back, base + 512, sizeof(back), cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(back, base + 512, sizeof(back), cudaMemcpyDefault));
         bad = 0;
         for (int i = 0; i < 64; ++i) {
             int32_t want = 0;
@@ -557,14 +570,22 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaSetDevice(rank % ndev));
     CHECK(MPIX_Gpuic_query_capabilities(&caps) == MPI_SUCCESS && (caps & MPIX_GPUIC_CAP_DEVICE_API));
 
-    /* device memory from MPI_Win_allocate */
+    host_window = getenv("GPUIC_TEST_HOST_WINDOW") != NULL &&
+                  strcmp(getenv("GPUIC_TEST_HOST_WINDOW"), "1") == 0;
+    forced_proxy = getenv("OMPI_MCA_osc_gpuic_device_proxy") != NULL &&
+                   strcmp(getenv("OMPI_MCA_osc_gpuic_device_proxy"), "1") == 0;
+    CHECK(caps & MPIX_GPUIC_CAP_DEVICE_PROXY);
+
+    /* device memory from MPI_Win_allocate (or host memory: the proxy path) */
     MPI_Info_create(&info);
-    MPI_Info_set(info, "mpi_assert_memory_alloc_kinds", "cuda:device");
+    if (!host_window) {
+        MPI_Info_set(info, "mpi_assert_memory_alloc_kinds", "cuda:device");
+    }
     CHECK(MPI_Win_allocate(WIN_BYTES, 1, info, MPI_COMM_WORLD, &base, &win) == MPI_SUCCESS);
     MPI_Info_free(&info);
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
     CHECK(mpi_test_is_gpuic(win));
-    {
+    if (!host_window) {
         cudaPointerAttributes attr;
         CHECK(cudaPointerGetAttributes(&attr, base) == cudaSuccess &&
               attr.type == cudaMemoryTypeDevice);

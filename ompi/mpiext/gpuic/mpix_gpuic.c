@@ -34,7 +34,7 @@ int MPIX_Gpuic_query_capabilities(int *caps)
 {
     *caps = MPIX_GPUIC_CAP_HOST_RMA;
 #ifdef MPIX_GPUIC_BUILT_WITH_CUDA
-    *caps |= MPIX_GPUIC_CAP_DEVICE_API;
+    *caps |= MPIX_GPUIC_CAP_DEVICE_API | MPIX_GPUIC_CAP_DEVICE_PROXY;
 #endif
     return MPI_SUCCESS;
 }
@@ -56,6 +56,16 @@ int MPIX_Win_gpuic_target_path(MPI_Win win, int rank, int *path)
         return MPI_ERR_WIN;
     }
     return ext->target_path(win->w_osc_module, rank, path);
+}
+
+int MPIX_Win_gpuic_device_path(MPI_Win win, int rank, int *path)
+{
+    ompi_osc_gpuic_ext_t *ext = mpix_gpuic_ext(win);
+
+    if (ext == NULL) {
+        return MPI_ERR_WIN;
+    }
+    return ext->device_path(win->w_osc_module, rank, path);
 }
 
 int MPIX_Win_get_device_handle(MPI_Win win, MPIX_Win_device *handle)

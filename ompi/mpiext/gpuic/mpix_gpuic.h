@@ -20,6 +20,8 @@ extern "C" {
 #define MPIX_GPUIC_CAP_HOST_RMA   0x1 /**< MPI RMA on host memory through gpuic windows */
 #define MPIX_GPUIC_CAP_DEVICE_API 0x2 /**< GPU windows and the device API (mpix_gpuic_device.cuh);
                                            usable where a CUDA driver and device exist */
+#define MPIX_GPUIC_CAP_DEVICE_PROXY 0x4 /**< device calls reach targets without a device
+                                             mapping (host windows) through the proxy thread */
 
 /** Paths a target can be served by (MPIX_Win_gpuic_target_path()). */
 #define MPIX_GPUIC_PATH_SELF   0 /**< the calling process itself */
@@ -57,6 +59,18 @@ int MPIX_Win_gpuic_target_path(MPI_Win win, int rank, int *path);
  *         no CUDA device is usable in this process.
  */
 int MPIX_Win_get_device_handle(MPI_Win win, MPIX_Win_device *handle);
+
+/**
+ * Returns in *path the MPIX_GPUIC_DEVICE_PATH_* value (mpix_gpuic_device_types.h) that serves
+ * device calls to @p rank through @p win's current device handle: P2P (loads and stores
+ * through a device mapping), PROXY (work-queue entries executed by the proxy thread) or NONE
+ * (not reachable from device code: device calls to it fail with
+ * MPI_ERR_UNSUPPORTED_OPERATION).
+ * @return MPI_ERR_WIN when @p win is not a gpuic window; MPI_ERR_RANK for a bad rank;
+ *         MPI_ERR_ARG when the window has no device handle (MPIX_Win_get_device_handle()
+ *         decides the paths).
+ */
+int MPIX_Win_gpuic_device_path(MPI_Win win, int rank, int *path);
 
 /**
  * Frees @p win's device handle before the window is freed (kernels using it must have

@@ -190,6 +190,54 @@ __device__ static inline void gpuic_dev_proxy_commit(MPIX_Gpuic_device_queue *q,
     gpuic_dev_proxy_st_release(&q->doorbell, start + n);
 }
 
+/*
+ * gpuic_dev_proxy_reserve() for the lanes of a warp that call it together with the same queue
+ * and entry size: one lane reserves for all of them (one compare-and-swap instead of up to 32
+ * contending ones) and each takes its share.  *seq_p is the calling lane's first slot;
+ * *first_p and *total_p the group's, for gpuic_dev_proxy_commit_warp().  Lanes that differ in
+ * queue or size form groups of their own.
+ */
+__device__ static inline int gpuic_dev_proxy_reserve_warp(const MPIX_Device_target *t,
+                                                          unsigned nbb, uint64_t *seq_p,
+                                                          uint64_t *first_p, unsigned *total_p)
+{
+    unsigned active = __activemask();
+    unsigned long long key = (unsigned long long)(uintptr_t)t->queue ^ ((unsigned long long)nbb << 60);
+    unsigned group = __match_any_sync(active, key);
+    unsigned lane = threadIdx.x & 31u, leader = (unsigned)__ffs(group) - 1;
+    unsigned below = __popc(group & ((1u << lane) - 1u)), total = nbb * __popc(group);
+    uint64_t first = 0;
+    int rc = MPI_SUCCESS;
+
+    if (lane == leader) {
+        rc = gpuic_dev_proxy_reserve(t, total, &first);
+    }
+    rc = __shfl_sync(group, rc, (int)leader);
+    first = __shfl_sync(group, first, (int)leader);
+    *seq_p = first + (uint64_t)below * nbb;
+    *first_p = first;
+    *total_p = total;
+    return rc;
+}
+
+/* Publishes a group's slots once every lane of it has written its entry. */
+__device__ static inline void gpuic_dev_proxy_commit_warp(MPIX_Gpuic_device_queue *q,
+                                                          uint64_t first, unsigned total)
+{
+    unsigned active = __activemask();
+    unsigned long long key = first;
+    unsigned group = __match_any_sync(active, key);
+    unsigned lane = threadIdx.x & 31u;
+
+    /* the lanes' slot and marker stores are ordered before the leader's doorbell store by
+     * the warp barrier (each lane fenced its own already) */
+    __syncwarp(group);
+    if (lane == (unsigned)__ffs(group) - 1) {
+        gpuic_dev_proxy_commit(q, first, total);
+    }
+    __syncwarp(group);
+}
+
 /* The staging area of slot @p seq: its device address and the host address entries carry. */
 __device__ static inline char *gpuic_dev_proxy_stage(const MPIX_Gpuic_device_queue *q,
                                                      uint64_t seq, uint64_t *host)
@@ -230,17 +278,18 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
     int rc;
 
     if (bytes <= GPUIC_WQE_MAX_INLINE) {
-        unsigned nbb = gpuic_dev_proxy_inline_bb(bytes);
+        unsigned nbb = gpuic_dev_proxy_inline_bb(bytes), total;
+        uint64_t first;
         gpuic_wqe_hdr_t h;
 
-        rc = gpuic_dev_proxy_reserve(t, nbb, &seq);
+        rc = gpuic_dev_proxy_reserve_warp(t, nbb, &seq, &first, &total);
         if (rc != MPI_SUCCESS) {
             return rc;
         }
         h = gpuic_dev_proxy_hdr(t, seq);
         gpuic_wqe_build_put_inline(&wqe, &h, origin, (uint32_t)bytes, raddr, t->key);
         gpuic_dev_proxy_write(q, seq, &wqe, nbb);
-        gpuic_dev_proxy_commit(q, seq, nbb);
+        gpuic_dev_proxy_commit_warp(q, first, total);
         return MPI_SUCCESS;
     }
     for (size_t off = 0; off < bytes;) {

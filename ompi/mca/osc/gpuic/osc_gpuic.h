@@ -147,7 +147,9 @@ typedef struct ompi_osc_gpuic_module {
     bool                       gpu_owned;  /**< ...allocated by gpuic (MPI_Win_allocate) */
     void                       *dev_handle; /**< device copy of the MPIX_Gpuic_device_win */
     uint32_t                   *dev_error;  /**< host word device calls record errors in */
+    void                       *dev_error_dev; /**< its device address */
     struct ompi_osc_gpuic_devqueue *devq;   /**< the device queue, or NULL (devqueue.c) */
+    int                        *dev_paths;  /**< per rank: device path in the handle, or NULL */
     /** Every process maps every peer's window and state block, so accumulates and state-word
      *  atomics use CPU atomics on the mappings.  Decided collectively at creation: every origin
      *  must use the same kind of atomics on a word, or atomicity is lost. */
@@ -385,6 +387,8 @@ int ompi_osc_gpuic_device_error(ompi_osc_gpuic_module_t *module);
 int ompi_osc_gpuic_device_handle(void *module, void **handle_p);
 /** ext entry point: frees the device handle; MPI_ERR_ARG when none exists. */
 int ompi_osc_gpuic_device_handle_release(void *module);
+/** ext entry point: the device path of @p rank in the current handle. */
+int ompi_osc_gpuic_device_path(void *module, int rank, int *path);
 
 /**
  * Zeroed memory in whole pages, for memory mapped into the device: CUDA registers whole

@@ -147,14 +147,14 @@ static int ompi_osc_gpuic_component_register(void)
         "atomics on device memory stay device atomics",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.device_proxy);
-    mca_osc_gpuic_component.device_queue_slots = 256;
+    mca_osc_gpuic_component.device_queue_slots = 1024;
     (void)mca_base_component_var_register(
         c, "device_queue_slots",
         "Work-queue slots of a window's device queue (a power of two, 4 .. 65536): device "
         "operations to proxy-path targets in flight at once",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.device_queue_slots);
-    mca_osc_gpuic_component.device_stage_bytes = 8192;
+    mca_osc_gpuic_component.device_stage_bytes = 4096;
     (void)mca_base_component_var_register(
         c, "device_stage_bytes",
         "Pinned staging bytes per device-queue slot (a multiple of 64, 64 .. 1048576): the "

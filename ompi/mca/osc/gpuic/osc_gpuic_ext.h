@@ -12,8 +12,8 @@
 
 #include <stdint.h>
 
-/** "gpuic" in ASCII followed by the extension ABI number (1). */
-#define OMPI_OSC_GPUIC_EXT_MAGIC 0x6770756963000001ULL
+/** "gpuic" in ASCII followed by the extension ABI number (2). */
+#define OMPI_OSC_GPUIC_EXT_MAGIC 0x6770756963000002ULL
 
 /** Entry points the MPIX library calls; each returns an MPI error class. */
 typedef struct ompi_osc_gpuic_ext {
@@ -31,6 +31,9 @@ typedef struct ompi_osc_gpuic_ext {
     /** Frees the device handle (kernels using it must have finished); a later device_handle
      *  call builds a new one. */
     int (*device_handle_release)(void *module);
+    /** Tells the MPIX_GPUIC_DEVICE_PATH_* of @p rank in the current device handle
+     *  (MPI_ERR_ARG when there is none). */
+    int (*device_path)(void *module, int rank, int *path);
 } ompi_osc_gpuic_ext_t;
 
 /** Paths a target can be served by (values shared with mpix_gpuic.h). */

@@ -103,6 +103,8 @@ void ompi_osc_gpuic_gpu_cleanup(ompi_osc_gpuic_module_t *module)
 
     /* first: the proxy may still be copying through the peers' mappings */
     ompi_osc_gpuic_devqueue_release(module);
+    free(module->dev_paths);
+    module->dev_paths = NULL;
 
     for (i = 0; module->peers != NULL && i < n; ++i) {
         if (module->peers[i].ipc_mapped) {
@@ -165,20 +167,26 @@ int ompi_osc_gpuic_device_handle(void *m, void **handle_p)
         return MPI_ERR_UNSUPPORTED_OPERATION;
     }
     host = calloc(1, len);
-    /* a page of its own: CUDA registers whole pages, and a page registered twice fails */
-    module->dev_error = ompi_osc_gpuic_pages_alloc(64);
-    if (host == NULL || module->dev_error == NULL) {
-        free(host);
-        free(module->dev_error);
-        module->dev_error = NULL;
+    if (host == NULL) {
         return MPI_ERR_NO_MEM;
     }
-    if (gpuic_cuda_host_register(module->dev_error, 64, &error_dev) != GPUIC_OK) {
-        free(host);
-        free(module->dev_error);
-        module->dev_error = NULL;
-        return MPI_ERR_OTHER;
+    if (module->dev_error == NULL) {
+        /* a page of its own: CUDA registers whole pages, and a page registered twice fails;
+         * kept until the window is freed (a released handle's kernels may have written it) */
+        module->dev_error = ompi_osc_gpuic_pages_alloc(64);
+        if (module->dev_error == NULL) {
+            free(host);
+            return MPI_ERR_NO_MEM;
+        }
+        if (gpuic_cuda_host_register(module->dev_error, 64, &module->dev_error_dev) !=
+            GPUIC_OK) {
+            free(host);
+            free(module->dev_error);
+            module->dev_error = NULL;
+            return MPI_ERR_OTHER;
+        }
     }
+    error_dev = module->dev_error_dev;
     host->magic = MPIX_GPUIC_DEVICE_MAGIC;
     host->rank = ompi_comm_rank(module->comm);
     host->nranks = n;
@@ -207,6 +215,15 @@ int ompi_osc_gpuic_device_handle(void *m, void **handle_p)
     if (rc != OMPI_SUCCESS) {
         free(host);
         return rc;
+    }
+    module->dev_paths = malloc((size_t)n * sizeof(int));
+    if (module->dev_paths == NULL) {
+        ompi_osc_gpuic_devqueue_release(module);
+        free(host);
+        return MPI_ERR_NO_MEM;
+    }
+    for (i = 0; i < n; ++i) {
+        module->dev_paths[i] = host->peers[i].path;
     }
     if (gpuic_cuda_mem_alloc(len, &module->dev_handle) != GPUIC_OK ||
         gpuic_cuda_memcpy(module->dev_handle, host, len) != GPUIC_OK) {
@@ -273,5 +290,21 @@ int ompi_osc_gpuic_device_handle_release(void *m)
     ompi_osc_gpuic_devqueue_release(module);
     gpuic_cuda_mem_free(module->dev_handle);
     module->dev_handle = NULL;
+    free(module->dev_paths);
+    module->dev_paths = NULL;
     return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_device_path(void *m, int rank, int *path)
+{
+    ompi_osc_gpuic_module_t *module = m;
+
+    if (rank < 0 || rank >= ompi_comm_size(module->comm)) {
+        return MPI_ERR_RANK;
+    }
+    if (module->dev_paths == NULL) {
+        return MPI_ERR_ARG;
+    }
+    *path = module->dev_paths[rank];
+    return MPI_SUCCESS;
 }
