@@ -30,6 +30,8 @@ typedef struct gpuic_cuda_api {
     CUresult (*mem_free)(CUdeviceptr);
     CUresult (*mem_get_address_range)(CUdeviceptr *, size_t *, CUdeviceptr);
     CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*memcpy_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*stream_create)(CUstream *, unsigned int);
     CUresult (*memset_d8)(CUdeviceptr, unsigned char, size_t);
     CUresult (*ipc_get_mem_handle)(CUipcMemHandle *, CUdeviceptr);
     CUresult (*ipc_open_mem_handle)(CUdeviceptr *, CUipcMemHandle, unsigned int);
@@ -86,6 +88,8 @@ static int gpuic_cuda_load(void)
         {"cuMemFree_v2", (void **)&gpuic_cuda.mem_free},
         {"cuMemGetAddressRange_v2", (void **)&gpuic_cuda.mem_get_address_range},
         {"cuMemcpy", (void **)&gpuic_cuda.memcpy},
+        {"cuMemcpyAsync", (void **)&gpuic_cuda.memcpy_async},
+        {"cuStreamCreate", (void **)&gpuic_cuda.stream_create},
         {"cuMemsetD8_v2", (void **)&gpuic_cuda.memset_d8},
         {"cuIpcGetMemHandle", (void **)&gpuic_cuda.ipc_get_mem_handle},
         {"cuIpcOpenMemHandle_v2", (void **)&gpuic_cuda.ipc_open_mem_handle},
@@ -258,6 +262,36 @@ gpuic_status_t gpuic_cuda_memcpy(void *dst, const void *src, size_t len)
     return status;
 }
 
+gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t len)
+{
+    /* one stream per thread that copies this way (the proxy thread): it lives as long as the
+     * thread's context */
+    static __thread CUstream stream;
+
+    if (!gpuic_cuda_available()) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
+    if (len == 0) {
+        return GPUIC_OK;
+    }
+    if (gpuic_cuda_ensure_context() != GPUIC_OK) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
+    if (stream == NULL &&
+        gpuic_cuda_check(gpuic_cuda.stream_create(&stream, CU_STREAM_NON_BLOCKING),
+                         "cuStreamCreate") != GPUIC_OK) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
+    gpuic_status_t status = gpuic_cuda_check(
+        gpuic_cuda.memcpy_async((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, len,
+                                stream),
+        "cuMemcpyAsync");
+    if (status == GPUIC_OK) {
+        status = gpuic_cuda_check(gpuic_cuda.stream_synchronize(stream), "cuStreamSynchronize");
+    }
+    return status;
+}
+
 gpuic_status_t gpuic_cuda_memset(void *dptr, int byte, size_t len)
 {
     if (!gpuic_cuda_available()) {
@@ -371,6 +405,11 @@ gpuic_status_t gpuic_cuda_mem_alloc(size_t len, void **ptr_p)
 void gpuic_cuda_mem_free(void *ptr) { (void)ptr; }
 int gpuic_cuda_ptr_on_current_device(const void *ptr) { (void)ptr; return 0; }
 gpuic_status_t gpuic_cuda_memcpy(void *dst, const void *src, size_t len)
+{
+    (void)dst; (void)src; (void)len;
+    return GPUIC_ERR_NO_DEVICE;
+}
+gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t len)
 {
     (void)dst; (void)src; (void)len;
     return GPUIC_ERR_NO_DEVICE;

@@ -64,6 +64,13 @@ void gpuic_cuda_mem_free(void *ptr);
 /** Copies @p len bytes between any two host or device addresses; returns when done. */
 gpuic_status_t gpuic_cuda_memcpy(void *dst, const void *src, size_t len);
 
+/**
+ * gpuic_cuda_memcpy() on a non-blocking stream of the calling thread: it does not wait for
+ * kernels on the default stream, which may be the very kernels waiting for this copy (the
+ * proxy thread copying for device calls).  Complete on return.
+ */
+gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t len);
+
 /** Fills @p len bytes of device memory with @p byte. */
 gpuic_status_t gpuic_cuda_memset(void *dptr, int byte, size_t len);
 

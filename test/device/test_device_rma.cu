@@ -147,7 +147,7 @@ __device__ __host__ static int acc_value(int rank, int i)
 
 __global__ void k_acc(MPIX_Win_device win, int me, int *rc)
 {
-    __shared__ unsigned char buf[NACC][64];
+    __shared__ __align__(16) unsigned char buf[NACC][64];
     int c = threadIdx.x;
 
     if (c < NACC) {

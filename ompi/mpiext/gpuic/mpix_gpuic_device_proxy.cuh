@@ -102,19 +102,26 @@ __device__ static inline bool gpuic_dev_proxy_timed_out(const MPIX_Gpuic_device_
     return now - *t0 > limit;
 }
 
-/* Waits until every entry below @p seq has completed.  MPI_ERR_OTHER (recorded) when the
- * proxy does not get there within the window's timeout. */
+/*
+ * Waits until every entry below @p seq has completed.  MPI_ERR_OTHER (recorded) when the
+ * proxy does not get there within the window's timeout.  Each read of the host's index is a
+ * PCIe round trip: a waiter first looks at what other threads of this GPU have seen
+ * (done_seen, in device memory), and backs off between its own reads, so that thousands of
+ * waiting threads do not flood the bus the proxy's own writes travel on.
+ */
 __device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t, uint64_t seq)
 {
     MPIX_Gpuic_device_queue *q = t->queue;
     uint64_t t0 = 0;
+    unsigned pause = 0;
 
-    if ((long long)(gpuic_dev_proxy_ld_acquire(&q->done_seen) - seq) >= 0) {
-        return MPI_SUCCESS;
-    }
     for (;;) {
-        uint64_t done = gpuic_dev_proxy_load_done(q->done);
+        uint64_t done;
 
+        if ((long long)(gpuic_dev_proxy_ld_acquire(&q->done_seen) - seq) >= 0) {
+            return MPI_SUCCESS;
+        }
+        done = gpuic_dev_proxy_load_done(q->done);
         if ((int64_t)(done - seq) >= 0) {
             gpuic_dev_proxy_max_release(&q->done_seen, done);
             return MPI_SUCCESS;
@@ -122,6 +129,10 @@ __device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t, u
         if (gpuic_dev_proxy_timed_out(q, &t0)) {
             return gpuic_dev_fail(t->win, MPI_ERR_OTHER);
         }
+        if (pause != 0) {
+            __nanosleep(pause);
+        }
+        pause = pause < 2048 ? pause + 64 : pause;
     }
 }
 
@@ -145,6 +156,8 @@ __device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t
                 gpuic_dev_proxy_max_release(&q->done_seen, done);
             } else if (gpuic_dev_proxy_timed_out(q, &t0)) {
                 return gpuic_dev_fail(t->win, MPI_ERR_OTHER);
+            } else {
+                __nanosleep(256); /* the ring is full: let the proxy's writes through */
             }
             cur = *(volatile unsigned long long *)&q->reserve;
             continue;
@@ -158,7 +171,12 @@ __device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t
     }
 }
 
-/* Copies an entry of @p nbb blocks into the slots from @p seq on, then its valid markers. */
+/*
+ * Copies an entry of @p nbb blocks into the slots from @p seq on, and its valid markers.  No
+ * fence between the two: the proxy reads neither before the doorbell record covers them, and
+ * the one system-scope fence of the commit orders both before that record (a fence over PCIe
+ * waits for the writes to be acknowledged: it is the costliest step of a post).
+ */
 __device__ static inline void gpuic_dev_proxy_write(MPIX_Gpuic_device_queue *q, uint64_t seq,
                                                     const gpuic_wqe_t *wqe, unsigned nbb)
 {
@@ -172,7 +190,6 @@ __device__ static inline void gpuic_dev_proxy_write(MPIX_Gpuic_device_queue *q, 
             slot[i] = src[i];
         }
     }
-    gpuic_dev_fence_wqe_to_proxy();
     for (unsigned b = 0; b < nbb; ++b) {
         *(volatile uint64_t *)&q->markers[(seq + b) & mask] = gpuic_ring_marker(seq + b, b);
     }
@@ -182,7 +199,7 @@ __device__ static inline void gpuic_dev_proxy_write(MPIX_Gpuic_device_queue *q, 
 __device__ static inline void gpuic_dev_proxy_commit(MPIX_Gpuic_device_queue *q, uint64_t start,
                                                      unsigned n)
 {
-    gpuic_dev_fence_wqe_to_proxy(); /* the markers before the doorbell record */
+    gpuic_dev_fence_wqe_to_proxy(); /* slots, markers and staged payloads before the record */
     while (gpuic_dev_proxy_ld_acquire(&q->doorbell) != start) {
     }
     *(volatile uint64_t *)q->doorbell_host = start + n;
@@ -229,8 +246,9 @@ __device__ static inline void gpuic_dev_proxy_commit_warp(MPIX_Gpuic_device_queu
     unsigned group = __match_any_sync(active, key);
     unsigned lane = threadIdx.x & 31u;
 
-    /* the lanes' slot and marker stores are ordered before the leader's doorbell store by
-     * the warp barrier (each lane fenced its own already) */
+    /* the lanes' slot and marker stores happen before the leader's fence through the warp
+     * barrier, and the leader's system-scope fence orders everything that happens before it
+     * ahead of its doorbell store: one fence for the whole group */
     __syncwarp(group);
     if (lane == (unsigned)__ffs(group) - 1) {
         gpuic_dev_proxy_commit(q, first, total);

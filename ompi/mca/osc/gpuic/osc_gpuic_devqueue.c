@@ -64,7 +64,7 @@ static int ompi_osc_gpuic_proxy_get(gpuic_proxy_t **proxy_p)
         if (status == GPUIC_OK) {
             gpuic_context_set_timeout(c->proxy_ctx, c->timeout);
             pparams.ctx = c->proxy_ctx;
-            pparams.copy = gpuic_cuda_memcpy;
+            pparams.copy = gpuic_cuda_copy_independent;
             status = gpuic_proxy_create(&pparams, &c->proxy);
         }
         if (status == GPUIC_OK && !c->proxy_endpoints_init) {
