@@ -1,3 +1,4 @@
+#include "gpuic_build_config.h"
 #include "gpuic_mem.h"
 #include "gpuic_proxy.h"
 
@@ -29,6 +30,10 @@ typedef struct gpuic_proxy_op {
     struct gpuic_proxy_op *next_free;
     gpuic_proxy_t *proxy;
     gpuic_proxy_round_t *round;
+#ifdef GPUIC_TRACE
+    gpuic_trace_view_t trace; /* the queue's trace, and the WQE's record in it */
+    uint64_t seq;
+#endif
     gpuic_wqe_t wqe;
 } gpuic_proxy_op_t;
 
@@ -39,6 +44,14 @@ typedef struct gpuic_proxy_tally {
     uint32_t count;
     uint32_t failed;
 } gpuic_proxy_tally_t;
+
+#ifdef GPUIC_TRACE
+/* Consecutive traced WQEs of one ring in a round: stamped remote-complete when it retires. */
+typedef struct gpuic_proxy_trace_range {
+    gpuic_trace_view_t trace;
+    uint64_t begin, end;
+} gpuic_proxy_trace_range_t;
+#endif
 
 typedef struct gpuic_proxy_pending_cqe {
     gpuic_cq_t *cq;
@@ -58,6 +71,10 @@ struct gpuic_proxy_round {
     unsigned ntallies, tally_cap;
     gpuic_proxy_pending_cqe_t *cqes;
     unsigned ncqes, cqe_cap;
+#ifdef GPUIC_TRACE
+    gpuic_proxy_trace_range_t *tranges;
+    unsigned ntranges, trange_cap;
+#endif
 };
 
 /* An attached queue and its per-target bookkeeping for the round being built. */
@@ -167,6 +184,9 @@ static gpuic_proxy_round_t *gpuic_proxy_round_get(gpuic_proxy_t *proxy)
     round->local_applied = 0;
     round->ntallies = 0;
     round->ncqes = 0;
+#ifdef GPUIC_TRACE
+    round->ntranges = 0;
+#endif
     round->stamp = ++proxy->round_stamp;
     return round;
 }
@@ -237,6 +257,61 @@ static void gpuic_proxy_cqe_add(gpuic_proxy_round_t *round, gpuic_proxy_attached
     p->cqe.status = status;
 }
 
+#ifdef GPUIC_TRACE
+/* Stage stamps (gpuic_trace.h): compiled only into traced builds. */
+
+/* A WQE was copied out of the ring: stamps its pickup and remembers it for its round's
+ * remote completion. */
+static void gpuic_proxy_trace_pickup(gpuic_proxy_attached_t *a, gpuic_proxy_round_t *round,
+                                     gpuic_proxy_op_t *op, uint64_t seq, unsigned nbb)
+{
+    gpuic_proxy_trace_range_t *last;
+
+    op->trace = gpuic_trace_view(a->q.trace, 0);
+    op->seq = seq;
+    if (op->trace.records == NULL) {
+        return;
+    }
+    gpuic_trace_stamp(op->trace, seq, GPUIC_TRACE_PICKUP);
+    last = round->ntranges ? &round->tranges[round->ntranges - 1] : NULL;
+    if (last != NULL && last->trace.records == op->trace.records && last->end == seq) {
+        last->end = seq + nbb;
+        return;
+    }
+    if (!gpuic_proxy_grow((void **)&round->tranges, &round->trange_cap, round->ntranges,
+                          sizeof(*round->tranges))) {
+        return; /* the record just misses its remote stamp */
+    }
+    round->tranges[round->ntranges++] = (gpuic_proxy_trace_range_t){op->trace, seq, seq + nbb};
+}
+
+/* The round's flush completed: its traced WQEs are complete at their targets. */
+static void gpuic_proxy_trace_remote(gpuic_proxy_round_t *round)
+{
+    for (unsigned i = 0; i < round->ntranges; ++i) {
+        gpuic_proxy_trace_range_t *r = &round->tranges[i];
+        for (uint64_t seq = r->begin; seq != r->end; ++seq) {
+            /* continuation slots and NOPs have no open record of their own */
+            if (gpuic_trace_record(r->trace, seq)->seq == seq + 1) {
+                gpuic_trace_stamp(r->trace, seq, GPUIC_TRACE_REMOTE);
+            }
+        }
+    }
+}
+#endif
+
+/* Just before a valid WQE goes to UCX: the measurement hook and the trace stamp. */
+static void gpuic_proxy_issue_hook(gpuic_proxy_t *proxy, gpuic_proxy_op_t *op,
+                                   const gpuic_wqe_desc_t *d)
+{
+#ifdef GPUIC_TRACE
+    gpuic_trace_stamp(op->trace, op->seq, GPUIC_TRACE_ISSUED);
+#endif
+    if (proxy->params.on_issue != NULL) {
+        proxy->params.on_issue(proxy->params.on_issue_arg, d);
+    }
+}
+
 /* ---- validation and execution ---- */
 
 /* Looks up a key for an access and checks the region belongs to the WQE's target. */
@@ -274,6 +349,7 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
     }
     switch (d->opcode) {
     case GPUIC_WQE_OP_FLUSH:
+        gpuic_proxy_issue_hook(proxy, op, d); /* nothing goes to UCX but the round's flush */
         return GPUIC_OK; /* completes with its round, after every earlier WQE */
     case GPUIC_WQE_OP_RDMA_WRITE:
     case GPUIC_WQE_OP_RDMA_READ:
@@ -287,9 +363,7 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         if (d->inline_data == NULL && d->laddr == 0) {
             return GPUIC_ERR_INVALID_PARAM;
         }
-        if (proxy->params.on_issue != NULL) {
-            proxy->params.on_issue(proxy->params.on_issue_arg, d);
-        }
+        gpuic_proxy_issue_hook(proxy, op, d);
         if (d->opcode == GPUIC_WQE_OP_RDMA_READ) {
             return gpuic_rma_get_nb(e->ep, (void *)(uintptr_t)d->laddr, d->len, d->raddr,
                                     e->rkey, &op->comp);
@@ -306,9 +380,7 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         if (d->raddr % 8 != 0 || d->laddr == 0) {
             return GPUIC_ERR_INVALID_PARAM;
         }
-        if (proxy->params.on_issue != NULL) {
-            proxy->params.on_issue(proxy->params.on_issue_arg, d);
-        }
+        gpuic_proxy_issue_hook(proxy, op, d);
         /* The proxy executes atomics in host byte order (the WQE operands are big-endian,
          * as on the wire; the decoder converted them). */
         status = gpuic_rma_atomic_fetch(e->ep, d->opcode == GPUIC_WQE_OP_ATOMIC_FA
@@ -323,9 +395,7 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         if (status != GPUIC_OK) {
             return status;
         }
-        if (proxy->params.on_issue != NULL) {
-            proxy->params.on_issue(proxy->params.on_issue_arg, d);
-        }
+        gpuic_proxy_issue_hook(proxy, op, d);
         return gpuic_proxy_accumulate(e->ep, e->rkey, d);
     case GPUIC_WQE_OP_PUT_SIGNAL:
         status = gpuic_proxy_check(a, d->target, d->rkey, d->raddr, d->len, &e);
@@ -338,9 +408,7 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         if (d->sig_raddr % 8 != 0 || (d->len != 0 && d->laddr == 0)) {
             return GPUIC_ERR_INVALID_PARAM;
         }
-        if (proxy->params.on_issue != NULL) {
-            proxy->params.on_issue(proxy->params.on_issue_arg, d);
-        }
+        gpuic_proxy_issue_hook(proxy, op, d);
         if (d->len != 0) {
             status = gpuic_rma_put(e->ep, (const void *)(uintptr_t)d->laddr, d->len, d->raddr,
                                    e->rkey);
@@ -466,6 +534,9 @@ static unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
             }
             /* the slots can go back to producers (op holds a private copy), a batch at a
              * time: every store of the consumer index costs producers a cache miss */
+#ifdef GPUIC_TRACE
+            gpuic_proxy_trace_pickup(a, round, op, seq, nbb);
+#endif
             gpuic_ring_take(ring, nbb);
             taken += nbb;
             if (taken >= a->release_batch) {
@@ -523,6 +594,9 @@ static void gpuic_proxy_retire(gpuic_proxy_t *proxy)
         if (!round->flush_done) {
             return;
         }
+#ifdef GPUIC_TRACE
+        gpuic_proxy_trace_remote(round); /* before the counters tell producers */
+#endif
         for (unsigned i = 0; i < round->ncqes; ++i) {
             gpuic_proxy_pending_cqe_t *p = &round->cqes[i];
             if (round->flush_status != GPUIC_OK && p->cqe.status == GPUIC_OK) {
@@ -773,6 +847,9 @@ static void gpuic_proxy_free_lists(gpuic_proxy_t *proxy)
         proxy->free_rounds = round->next;
         free(round->tallies);
         free(round->cqes);
+#ifdef GPUIC_TRACE
+        free(round->tranges);
+#endif
         free(round);
     }
 }

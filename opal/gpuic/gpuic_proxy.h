@@ -45,6 +45,7 @@
 #include "gpuic_keytable.h"
 #include "gpuic_ring.h"
 #include "gpuic_status.h"
+#include "gpuic_trace.h"
 #include "gpuic_wqe.h"
 
 #ifdef __cplusplus
@@ -76,6 +77,9 @@ typedef struct gpuic_proxy_queue {
     gpuic_keytable_t *keys; /**< the window's key table (rkey fields) */
     gpuic_cmpl_t     *cmpl; /**< the window's counters and error word (QPN field = target) */
     gpuic_cq_t       *cq;   /**< CQ for signalled and failed WQEs, or NULL */
+    /** Stage stamps of the ring's WQEs (pickup, UCX call issued, remote completion), or NULL.
+     *  Only a build configured with --enable-trace stamps; others ignore it. */
+    gpuic_trace_t    *trace;
 } gpuic_proxy_queue_t;
 
 /** Counters of the proxy's work. */
