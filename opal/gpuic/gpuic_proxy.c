@@ -83,6 +83,9 @@ typedef struct gpuic_proxy_attached {
     uint64_t *tally_stamp;    /* per target: round that last tallied it */
     unsigned *tally_index;    /* per target: its tally in that round */
     unsigned release_batch;   /* slots read before they are handed back to producers */
+#ifdef GPUIC_TRACE
+    gpuic_trace_view_t trace; /* the queue's trace, resolved once (NULL records: none) */
+#endif
 } gpuic_proxy_attached_t;
 
 struct gpuic_proxy {
@@ -267,11 +270,11 @@ static void gpuic_proxy_trace_pickup(gpuic_proxy_attached_t *a, gpuic_proxy_roun
 {
     gpuic_proxy_trace_range_t *last;
 
-    op->trace = gpuic_trace_view(a->q.trace, 0);
-    op->seq = seq;
+    op->trace = a->trace;
     if (op->trace.records == NULL) {
         return;
     }
+    op->seq = seq;
     gpuic_trace_stamp(op->trace, seq, GPUIC_TRACE_PICKUP);
     last = round->ntranges ? &round->tranges[round->ntranges - 1] : NULL;
     if (last != NULL && last->trace.records == op->trace.records && last->end == seq) {
@@ -896,6 +899,9 @@ gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *
     proxy->queues = queues;
     a = &queues[proxy->nqueues];
     a->q = *queue;
+#ifdef GPUIC_TRACE
+    a->trace = gpuic_trace_view(queue->trace, 0);
+#endif
     /* a quarter of the ring keeps producers going while the proxy reads; 64 slots already
      * make the consumer index's line transfer cheap per WQE */
     a->release_batch = queue->ring->size / 4 < 64 ? queue->ring->size / 4 : 64;
