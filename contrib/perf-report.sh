@@ -8,8 +8,9 @@
 #   host-bench/   contrib/bench/run-bench.sh: osc_bench under gpuic, osc/ucx, osc/rdma,
 #                 osc/pt2pt (--quick: sizes 8 B, 1 KiB, 64 KiB, 1 MiB)
 #   proxy-bench.txt  proxy_bench: host producers -> ring -> proxy -> UCX loopback
-#   dissect/      contrib/gpuic-dissect on the host path: every operation with the default
-#                 proxy settings, with the proxy kept spinning, and put with 16 WQEs per doorbell
+#   dissect/      contrib/gpuic-dissect on the host path: every operation with the library's
+#                 completion wait and with a polling producer; put with an idle proxy, with
+#                 16 WQEs per doorbell, and 1 MiB put and get
 # Where a GPU exists (nvidia-smi lists one):
 #   device/       contrib/bench/run-device-bench.sh: device API vs NVSHMEM, raw floors
 #   stream/       contrib/bench/stream_bench, when it was built (its output, verbatim)
@@ -53,7 +54,7 @@ start=$(date +%s)
     echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "host: $(hostname), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
     echo "mpi: $(mpirun --version 2>/dev/null | head -1)"
-    echo "ucx: $(ucx_info -v 2>/dev/null | sed -n 's/.*version=\([^ ]*\).*/\1/p' | head -1)"
+    echo "ucx: $(pkg-config --modversion ucx 2>/dev/null)"
     echo "git: $(git -C "$top" rev-parse --short HEAD 2>/dev/null)$(git -C "$top" diff --quiet 2>/dev/null || echo ' (modified)')"
     echo "gpu: $(gpu_present && nvidia-smi -L 2>/dev/null | head -1 || echo none)"
     echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -61,7 +62,7 @@ start=$(date +%s)
 
 # --- host ---------------------------------------------------------------------------------
 echo "== host RMA benchmark (gpuic vs osc/ucx, osc/rdma, osc/pt2pt)"
-rounds=2; [ -n "$quick" ] && rounds=1
+rounds=2
 if "$top/contrib/bench/run-bench.sh" --no-build $quick --rounds "$rounds" --out "$out/host-bench" \
         >"$out/host-bench.log" 2>&1 && [ -s "$out/host-bench/results.csv" ]; then
     note host-bench ok "run-bench.sh $quick --rounds $rounds"
@@ -88,11 +89,13 @@ iters=2000; [ -n "$quick" ] && iters=500
 echo "== dissection, host path"
 dissect host-default --path host --op all --iters "$iters" --label default &&
     note dissect-host ok "default proxy settings" || note dissect-host failed "see dissect/host-default.log"
-dissect host-spin --path host --op all --iters "$iters" --spin-rounds 1000000 --label spin &&
-    note dissect-host-spin ok "proxy spin rounds 10^6" || note dissect-host-spin failed "see dissect/host-spin.log"
-dissect host-batch --path host --op put --batch 16 --iters $((iters / 16 + 1)) --label batch16 &&
+dissect host-poll --path host --op all --iters "$iters" --wait poll --label poll &&
+    note dissect-host-poll ok "producer polls the counter" || note dissect-host-poll failed "see dissect/host-poll.log"
+dissect host-idle --path host --op put --iters $((iters / 5)) --wait poll --gap-us 5000 --label idle &&
+    note dissect-host-idle ok "5 ms between operations: the proxy sleeps" || note dissect-host-idle failed "see dissect/host-idle.log"
+dissect host-batch --path host --op put --batch 16 --iters $((iters / 16 + 1)) --wait poll --label batch16 &&
     note dissect-host-batch ok "16 WQEs per doorbell" || note dissect-host-batch failed "see dissect/host-batch.log"
-dissect host-1m --path host --op put,get --size 1048576 --iters $((iters / 10)) --label 1MiB &&
+dissect host-1m --path host --op put,get --size 1048576 --iters $((iters / 10)) --wait poll --label 1MiB &&
     note dissect-host-1m ok "1 MiB put and get" || note dissect-host-1m failed "see dissect/host-1m.log"
 
 # --- GPU ----------------------------------------------------------------------------------

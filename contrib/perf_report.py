@@ -160,11 +160,12 @@ def dissect_section(out, lines, gpu):
     lines += ["## Where the time goes: stage dissection", "",
               "`contrib/gpuic-dissect` stamps every operation at each stage (gpuic_trace.h) and "
               "reports per stage the median, the 99th percentile and the share of the summed "
-              "totals; bars show the per-stage medians. One operation at a time, then wait for its "
+              "totals; each bar splits one operation's time (the sum of its per-stage medians, printed beside it) into the stages' shares. One operation at a time, then wait for its "
               "completion, so these are latencies, not rates. Raw stamps: `dissect/*.csv`.", ""]
-    variants = [("default", "host path, default proxy settings"),
-                ("spin", "host path, proxy kept spinning (--spin-rounds 1000000)"),
-                ("batch16", "host path, put, 16 WQEs per doorbell"),
+    variants = [("default", "host path, producer waits with gpuic_cmpl_wait() (spins, then naps)"),
+                ("poll", "host path, producer polls the completion counter (--wait poll)"),
+                ("idle", "host path, put, 5 ms between operations: the proxy sleeps (--gap-us 5000)"),
+                ("batch16", "host path, put, 16 WQEs per doorbell (--batch 16)"),
                 ("1MiB", "host path, 1 MiB put and get")]
     totals = {}
     for label, _ in variants:
@@ -173,10 +174,10 @@ def dissect_section(out, lines, gpu):
             totals[label] = dissect_totals(md)
     if totals:
         lines += ["### Host path: total per operation (median / p99 µs)", "",
-                  "| op | default | proxy spinning |", "|---|---:|---:|"]
+                  "| op | gpuic_cmpl_wait | polling producer |", "|---|---:|---:|"]
         for op in ["put", "get", "atomic", "flush", "put_signal"]:
             cols = []
-            for label in ("default", "spin"):
+            for label in ("default", "poll"):
                 t = totals.get(label, {}).get(op)
                 cols.append(f"{t[0]:.3f} / {t[1]:.3f}" if t else "–")
             lines.append(f"| {op} | " + " | ".join(cols) + " |")

@@ -11,8 +11,8 @@
  *             result back (the atomic is the by-rank call, so it resolves again)
  *   fenced    MPIX_Win_flush_target_device() returned: the fence that makes the data visible
  *             at the target (gpu scope when all ranks share the GPU, system scope otherwise)
- * The stamps go to a trace mapped into the device (gpuic_trace_create() with
- * GPUIC_TRACE_DEVICE_MAPPED) in the record stages ISSUE, WRITTEN, FENCED and DOORBELL; the
+ * The stamps end up in a trace mapped into the device (gpuic_trace_create() with
+ * GPUIC_TRACE_DEVICE_MAPPED), in the record stages ISSUE, WRITTEN, FENCED and DOORBELL; the
  * host harvests them after the kernel, shifted by the calibration's offset.
  *
  * Calibration: a kernel and a host thread exchange ping-pongs through mapped pinned memory;
@@ -58,16 +58,18 @@ __global__ void k_calibrate(volatile uint64_t *req, volatile uint64_t *resp,
     }
 }
 
-__global__ void k_dissect(MPIX_Win_device win, gpuic_trace_view_t v, int peer, int op,
-                          size_t size, int iters, char *src, int64_t *result)
+/* Stamps go to device memory while the operations run and into the mapped trace only at the
+ * end: a store to mapped host memory crosses PCIe, and the next system-scope fence would wait
+ * for it, charging the trace's own cost to the flush being measured. */
+__global__ void k_dissect(MPIX_Win_device win, gpuic_trace_view_t v, uint64_t *scratch, int peer,
+                          int op, size_t size, int iters, char *src, int64_t *result)
 {
     for (int i = 0; i < iters; ++i) {
         MPIX_Device_target t;
-        uint64_t t0 = gpuic_trace_now();
+        uint64_t t0 = gpuic_trace_now(), t1, t2, t3;
 
-        gpuic_trace_open(v, (uint64_t)i, 0, (uint32_t)size, GPUIC_TRACE_CLOCK_DEVICE, t0);
         MPIX_Win_target_device(win, peer, &t);
-        gpuic_trace_stamp(v, (uint64_t)i, GPUIC_TRACE_WRITTEN);
+        t1 = gpuic_trace_now();
         switch (op) {
         case P2P_PUT:
             MPIX_Put_target_device(&t, src, size, 0);
@@ -85,9 +87,23 @@ __global__ void k_dissect(MPIX_Win_device win, gpuic_trace_view_t v, int peer, i
         default:
             break;
         }
-        gpuic_trace_stamp(v, (uint64_t)i, GPUIC_TRACE_FENCED);
+        t2 = gpuic_trace_now();
         MPIX_Win_flush_target_device(&t);
-        gpuic_trace_stamp(v, (uint64_t)i, GPUIC_TRACE_DOORBELL);
+        t3 = gpuic_trace_now();
+        scratch[4 * i] = t0;
+        scratch[4 * i + 1] = t1;
+        scratch[4 * i + 2] = t2;
+        scratch[4 * i + 3] = t3;
+    }
+    for (int i = 0; i < iters; ++i) {
+        gpuic_trace_record_t *r;
+
+        gpuic_trace_open(v, (uint64_t)i, 0, (uint32_t)size, GPUIC_TRACE_CLOCK_DEVICE,
+                         scratch[4 * i]);
+        r = gpuic_trace_record(v, (uint64_t)i);
+        r->t[GPUIC_TRACE_WRITTEN] = scratch[4 * i + 1];
+        r->t[GPUIC_TRACE_FENCED] = scratch[4 * i + 2];
+        r->t[GPUIC_TRACE_DOORBELL] = scratch[4 * i + 3];
     }
 }
 
@@ -134,6 +150,7 @@ int main(int argc, char **argv)
     MPI_Win win;
     char *base, *d_src;
     int64_t *d_result;
+    uint64_t *d_scratch;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -172,6 +189,7 @@ int main(int argc, char **argv)
     MPIX_Win_get_device_handle(win, &h);
     cudaMalloc(&d_src, WIN_BYTES / 2);
     cudaMalloc(&d_result, 64);
+    cudaMalloc(&d_scratch, (size_t)iters * 4 * sizeof(uint64_t));
     cudaMemset(d_src, 1, WIN_BYTES / 2);
     cudaDeviceSynchronize();
     MPI_Barrier(MPI_COMM_WORLD);
@@ -191,12 +209,13 @@ int main(int argc, char **argv)
         }
         gpuic_trace_set_calibration(trace, &cal);
         gpuic_trace_view_t v = gpuic_trace_view(trace, 1);
-        k_dissect<<<1, 1>>>(h, v, 1, op, size, 100 < iters ? 100 : iters, d_src, d_result);
+        k_dissect<<<1, 1>>>(h, v, d_scratch, 1, op, size, 100 < iters ? 100 : iters, d_src,
+                             d_result);
         cudaDeviceSynchronize();
         gpuic_trace_harvest(trace, 0, 100 < iters ? 100 : iters); /* warm-up */
         gpuic_trace_log_reset(trace);
         uint64_t t_launch = gpuic_trace_now();
-        k_dissect<<<1, 1>>>(h, v, 1, op, size, iters, d_src, d_result);
+        k_dissect<<<1, 1>>>(h, v, d_scratch, 1, op, size, iters, d_src, d_result);
         cudaError_t err = cudaDeviceSynchronize();
         gpuic_trace_harvest(trace, 0, (size_t)iters);
         size_t n;
@@ -227,6 +246,7 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     cudaFree(d_src);
     cudaFree(d_result);
+    cudaFree(d_scratch);
     MPI_Win_free(&win);
     MPI_Finalize();
     return 0;

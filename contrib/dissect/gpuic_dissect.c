@@ -14,7 +14,9 @@
  *
  * Usage: gpuic_dissect [--path host] [--op put|get|atomic|flush|put_signal] [--size BYTES]
  *                      [--iters N] [--warmup N] [--batch K] [--gap-us US]
- *                      [--spin-rounds N] [--max-sleep-us US] [--csv FILE]
+ *                      [--wait sleep|poll] [--spin-rounds N] [--max-sleep-us US] [--csv FILE]
+ * --wait: how the producer waits for completion: gpuic_cmpl_wait() (sleep, the default: it
+ * naps after a short spin) or polling the counter (poll: what a latency-bound producer does).
  * Exit status: 0 done, 2 bad arguments, 3 path not available in this build, 1 setup failed.
  */
 #include <stdint.h>
@@ -34,6 +36,7 @@ typedef struct dissect_opts {
     uint32_t size;
     unsigned iters, warmup, batch, gap_us;
     unsigned spin_rounds, max_sleep_us;
+    int poll;          /* wait by polling the counter instead of gpuic_cmpl_wait() */
     const char *csv;
 } dissect_opts_t;
 
@@ -178,6 +181,23 @@ static unsigned host_build(host_setup_t *h, const char *op, uint32_t size, uint6
                                       h->key, sig, h->key, GPUIC_SIGNAL_ADD, 1);
 }
 
+/* Waits for every posted WQE as a latency-bound producer would: polling the completion counter,
+ * yielding the core now and then (gpuic_cpu_relax()) but never sleeping.  gpuic_cmpl_wait()
+ * sleeps after a short spin, and a sleep costs the timer's slack (tens of microseconds). */
+static void host_poll(const gpuic_cmpl_t *cmpl)
+{
+    gpuic_cmpl_counter_t c;
+    unsigned spins = 0;
+
+    for (;;) {
+        gpuic_cmpl_query(cmpl, 0, &c);
+        if (c.completed >= c.posted) {
+            return;
+        }
+        gpuic_cpu_relax(++spins);
+    }
+}
+
 /* Posts one batch of @p n operations (one reservation, one doorbell), waits for their
  * completion, harvests their records. */
 static void host_one(host_setup_t *h, const dissect_opts_t *o, unsigned n)
@@ -214,7 +234,11 @@ static void host_one(host_setup_t *h, const dissect_opts_t *o, unsigned n)
     for (s = seq; s != seq + total; ++s) {
         gpuic_trace_stamp(v, s, GPUIC_TRACE_DOORBELL); /* continuation slots: no open record */
     }
-    gpuic_cmpl_wait(h->cmpl, 0, GPUIC_CMPL_REMOTE, 0);
+    if (o->poll) {
+        host_poll(h->cmpl);
+    } else {
+        gpuic_cmpl_wait(h->cmpl, 0, GPUIC_CMPL_REMOTE, 0);
+    }
     for (s = seq; s != seq + total; ++s) {
         gpuic_trace_stamp(v, s, GPUIC_TRACE_SEEN);
     }
@@ -251,7 +275,8 @@ static int host_run(const dissect_opts_t *o, FILE *out)
     err = gpuic_cmpl_error(h.cmpl);
     log = gpuic_trace_log(h.trace, &n);
     fprintf(out, "# gpuic_dissect path=host op=%s size=%u iters=%u batch=%u gap_us=%u "
-            "clock=host lost=%lu error=%s\n", o->op, o->size, o->iters, o->batch, o->gap_us,
+            "wait=%s clock=host lost=%lu error=%s\n", o->op, o->size, o->iters, o->batch,
+            o->gap_us, o->poll ? "poll" : "cmpl_wait",
             (unsigned long)gpuic_trace_lost(h.trace), gpuic_status_string(err));
     fprintf(out, "op,size");
     for (unsigned s = 0; s < GPUIC_TRACE_NSTAGES; ++s) {
@@ -285,13 +310,14 @@ static int usage(void)
 {
     fprintf(stderr, "usage: gpuic_dissect [--path host|proxy|p2p] "
             "[--op put|get|atomic|flush|put_signal] [--size BYTES] [--iters N] [--warmup N] "
-            "[--batch K] [--gap-us US] [--spin-rounds N] [--max-sleep-us US] [--csv FILE]\n");
+            "[--batch K] [--gap-us US] [--wait sleep|poll] [--spin-rounds N] [--max-sleep-us US] "
+            "[--csv FILE]\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
-    dissect_opts_t o = {"host", "put", 8, 1000, 100, 1, 0, 0, 0, NULL};
+    dissect_opts_t o = {"host", "put", 8, 1000, 100, 1, 0, 0, 0, 0, NULL};
     static const char *const ops[] = {"put", "get", "atomic", "flush", "put_signal"};
     const dissect_path_t *path = NULL;
     FILE *out = stdout;
@@ -320,6 +346,11 @@ int main(int argc, char **argv)
             o.spin_rounds = (unsigned)strtoul(v, NULL, 0);
         } else if (strcmp(a, "--max-sleep-us") == 0) {
             o.max_sleep_us = (unsigned)strtoul(v, NULL, 0);
+        } else if (strcmp(a, "--wait") == 0) {
+            if (strcmp(v, "poll") != 0 && strcmp(v, "sleep") != 0) {
+                return usage();
+            }
+            o.poll = strcmp(v, "poll") == 0;
         } else if (strcmp(a, "--csv") == 0) {
             o.csv = v;
         } else {

@@ -1,6 +1,7 @@
 """Hand-written SVG charts for gpuic's reports: no plotting library needed.
 
-stacked_bars(): one horizontal bar per row, split into stage segments (the dissection chart).
+stacked_bars(): one horizontal bar per row, split into stage segments (the dissection chart):
+    shares of each bar, its total printed beside it.
 line_chart(): series of (x, y) points on log-2 x and log-10 (or linear) y axes.
 Both return the SVG document as a string.
 """
@@ -24,19 +25,24 @@ def _fmt_ns(v):
     return f"{v:.0f} ns"
 
 
-def stacked_bars(title, rows, stages, width=900):
-    """rows: [(label, [value per stage])] in ns; stages: segment names (the legend)."""
+def stacked_bars(title, rows, stages, width=900, normalize=True):
+    """rows: [(label, [value per stage])] in ns; stages: segment names (the legend).
+    normalize: every bar spans the full width and its segments are shares of that bar (rows of
+    very different totals stay readable); the bar's total is printed after it.  Otherwise one
+    linear time axis for all bars."""
     left, right, top, bar_h, gap = 150, 110, 40, 26, 12
     legend_h = 22 * ((len(stages) + 3) // 4)
     height = top + len(rows) * (bar_h + gap) + 40 + legend_h
     vmax = max([sum(v) for _, v in rows] + [1e-9])
-    scale = (width - left - right) / vmax
+    span = width - left - right
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
            _text(width / 2, 22, title, "middle", 'font-weight="bold"')]
     y = top
     for label, values in rows:
+        total = sum(values)
+        scale = span / (total if normalize and total > 0 else vmax)
         out.append(_text(left - 8, y + bar_h * 0.68, label, "end"))
         x = left
         for i, v in enumerate(values):
@@ -45,17 +51,19 @@ def stacked_bars(title, rows, stages, width=900):
                 out.append(f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" height="{bar_h}" '
                            f'fill="{PALETTE[i % len(PALETTE)]}"><title>{escape(stages[i])}: '
                            f'{_fmt_ns(v)}</title></rect>')
+                if normalize and w >= 34:
+                    out.append(_text(x + w / 2, y + bar_h * 0.68, f"{100 * v / total:.0f}%",
+                                     "middle", 'fill="white"'))
             x += w
-        out.append(_text(x + 6, y + bar_h * 0.68, _fmt_ns(sum(values))))
+        out.append(_text(x + 6, y + bar_h * 0.68, _fmt_ns(total)))
         y += bar_h + gap
-    # axis ticks
     axis_y = y + 4
     out.append(f'<line x1="{left}" y1="{axis_y}" x2="{width - right}" y2="{axis_y}" stroke="#333"/>')
     for k in range(6):
-        v = vmax * k / 5
-        x = left + v * scale
+        x = left + span * k / 5
+        tick = f"{20 * k}%" if normalize else _fmt_ns(vmax * k / 5)
         out.append(f'<line x1="{x:.1f}" y1="{axis_y}" x2="{x:.1f}" y2="{axis_y + 4}" stroke="#333"/>')
-        out.append(_text(x, axis_y + 16, _fmt_ns(v), "middle"))
+        out.append(_text(x, axis_y + 16, tick, "middle"))
     ly = axis_y + 34
     for i, s in enumerate(stages):
         lx = left + (i % 4) * 180
