@@ -33,6 +33,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$out" ] || { echo "usage: contrib/perf-report.sh [--quick] [--no-build] OUTDIR" >&2; exit 2; }
 mkdir -p "$out" || exit 1
+out_arg=$out
 out=$(cd "$out" && pwd)
 export GPUIC_BUILD_DIR=$build
 
@@ -50,7 +51,7 @@ status="$out/status.txt" # one line per part: name, ok|skipped|failed, detail
 note() { echo "$1|$2|$3" >>"$status"; echo "== $1: $2${3:+ ($3)}"; }
 start=$(date +%s)
 {
-    echo "command: contrib/perf-report.sh ${quick} $out"
+    echo "command: contrib/perf-report.sh${quick:+ $quick} $out_arg"
     echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "host: $(hostname), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
     echo "mpi: $(mpirun --version 2>/dev/null | head -1)"
