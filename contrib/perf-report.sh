@@ -2,7 +2,11 @@
 # One-command performance report of gpuic: runs the benchmarks this machine can run and writes
 # OUTDIR/report.md with tables, ratios and SVG plots, next to every raw CSV it used.
 #
-# Usage: contrib/perf-report.sh [--quick] [--no-build] OUTDIR
+# Usage: contrib/perf-report.sh [--quick] [--no-build] [--tidy] OUTDIR
+#   --quick  fewer sizes and iterations: a few minutes on a 2-core machine
+#   --tidy   leave only what a committed report needs: drops the per-run mpirun logs, the PNG
+#            plots (report.md uses SVG), NVSHMEM's build products, and writes paths relative
+#            to the repository
 #
 # Always (host):
 #   host-bench/   contrib/bench/run-bench.sh: osc_bench under gpuic, osc/ucx, osc/rdma,
@@ -20,18 +24,19 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${GPUIC_BUILD_DIR:-$top/_build}
-quick="" do_build=1 out=""
+quick="" do_build=1 tidy=0 out=""
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) quick=--quick ;;
     --no-build) do_build=0 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --tidy) tidy=1 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     -*) echo "perf-report: unknown option $1" >&2; exit 2 ;;
     *) out=$1 ;;
     esac
     shift
 done
-[ -n "$out" ] || { echo "usage: contrib/perf-report.sh [--quick] [--no-build] OUTDIR" >&2; exit 2; }
+[ -n "$out" ] || { echo "usage: contrib/perf-report.sh [--quick] [--no-build] [--tidy] OUTDIR" >&2; exit 2; }
 mkdir -p "$out" || exit 1
 out_arg=$out
 out=$(cd "$out" && pwd)
@@ -143,5 +148,10 @@ else
 fi
 
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg); $(($(date +%s) - start)) s in all" >>"$out/machine.txt"
+if [ "$tidy" = 1 ]; then
+    rm -rf "$out/host-bench/logs"
+    rm -f "$out"/host-bench/*.png "$out/device/nvshmem_bench" "$out/device/libnvshmem_host.so"
+    grep -rlF "$top/" "$out" 2>/dev/null | while read -r f; do sed -i "s#$top/#./#g" "$f"; done
+fi
 python3 "$top/contrib/perf_report.py" "$out" || { echo "perf-report: report failed" >&2; exit 1; }
 echo "report: $out/report.md"

@@ -124,6 +124,14 @@ static int calibrate(gpuic_trace_calibration_t *cal)
         s[k - 1].host_send = gpuic_trace_now();
         h_words[0] = k;
         while (h_words[1] < k) {
+            /* a kernel that never started (a launch error) must not hang the run */
+            if (gpuic_trace_now() - s[k - 1].host_send > 5000000000ull) {
+                fprintf(stderr, "dissect_p2p: calibration kernel does not answer (%s)\n",
+                        cudaGetErrorString(cudaGetLastError()));
+                cudaFreeHost((void *)h_words);
+                free(s);
+                return 0;
+            }
         }
         s[k - 1].host_recv = gpuic_trace_now();
     }
