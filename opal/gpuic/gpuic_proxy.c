@@ -535,11 +535,11 @@ static unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
                 gpuic_proxy_op_put(op);
                 break;
             }
-            /* the slots can go back to producers (op holds a private copy), a batch at a
-             * time: every store of the consumer index costs producers a cache miss */
 #ifdef GPUIC_TRACE
             gpuic_proxy_trace_pickup(a, round, op, seq, nbb);
 #endif
+            /* the slots can go back to producers (op holds a private copy), a batch at a
+             * time: every store of the consumer index costs producers a cache miss */
             gpuic_ring_take(ring, nbb);
             taken += nbb;
             if (taken >= a->release_batch) {
