@@ -7,8 +7,10 @@
  * Paths:
  *   host   a host thread posts WQEs to a proxy ring; the proxy executes them over UCX
  *          loopback (this process is origin and target).
- *   proxy  WQEs posted by a GPU to a proxy ring: reported as not available until the proxy
- *          drains device-producer rings; dissect_p2p carries the device part.
+ *   proxy  WQEs posted by a kernel to a proxy ring: the same setup as the host path with the
+ *          ring and the trace mapped into the device (gpuic_trace_view(trace, 1)) and a
+ *          producer kernel stamping through gpuic_trace.h; reported as not available until
+ *          the proxy drains device-producer rings.
  *   p2p    the device API's direct stores (CUDA IPC): the separate program dissect_p2p,
  *          run under mpirun with two ranks.
  *
