@@ -15,9 +15,9 @@
  * GPUIC_TRACE_DEVICE_MAPPED), in the record stages ISSUE, WRITTEN, FENCED and DOORBELL; the
  * host harvests them after the kernel, shifted by the calibration's offset.
  *
- * Calibration: a kernel and a host thread exchange ping-pongs through mapped pinned memory;
- * gpuic_trace_calibration_fit() takes the offset from the shortest round trips and reports
- * the uncertainty.  The launch latency (host stamp before the launch to the first device
+ * Calibration (gpuic_trace_calibrate.cuh): a kernel and a host thread exchange ping-pongs
+ * through mapped pinned memory; gpuic_trace_calibration_fit() takes the offset from the
+ * shortest round trips and reports the uncertainty.  The launch latency (host stamp before the launch to the first device
  * stamp) is reported on that timeline.
  *
  * Usage: mpirun -np 2 dissect_p2p [--op put|get|atomic|flush|put_signal] [--size BYTES]
@@ -35,6 +35,7 @@
 
 #include "gpuic_cuda.h"
 #include "gpuic_trace.h"
+#include "gpuic_trace_calibrate.cuh"
 #include "mpix_gpuic.h"
 #include "mpix_gpuic_device.cuh"
 
@@ -43,20 +44,6 @@
 #define CALIB_ROUNDS 2000
 
 enum p2p_op { P2P_PUT, P2P_GET, P2P_ATOMIC, P2P_FLUSH, P2P_PUT_SIGNAL };
-
-/* The kernel side of the calibration: answers each host request with its own clock. */
-__global__ void k_calibrate(volatile uint64_t *req, volatile uint64_t *resp,
-                            volatile uint64_t *dev_t, int rounds)
-{
-    for (uint64_t k = 1; k <= (uint64_t)rounds; ++k) {
-        while (*req < k) {
-        }
-        dev_t[k - 1] = gpuic_trace_now();
-        /* device -> host: the stamp is visible before the answer that announces it */
-        __threadfence_system();
-        *resp = k;
-    }
-}
 
 /* Stamps go to device memory while the operations run and into the mapped trace only at the
  * end: a store to mapped host memory crosses PCIe, and the next system-scope fence would wait
@@ -105,44 +92,6 @@ __global__ void k_dissect(MPIX_Win_device win, gpuic_trace_view_t v, uint64_t *s
         r->t[GPUIC_TRACE_FENCED] = scratch[4 * i + 2];
         r->t[GPUIC_TRACE_DOORBELL] = scratch[4 * i + 3];
     }
-}
-
-static int calibrate(gpuic_trace_calibration_t *cal)
-{
-    volatile uint64_t *h_words, *d_words;
-    gpuic_trace_pingpong_t *s = (gpuic_trace_pingpong_t *)calloc(CALIB_ROUNDS, sizeof(*s));
-
-    if (cudaHostAlloc((void **)&h_words, (2 + CALIB_ROUNDS) * 8, cudaHostAllocMapped) !=
-            cudaSuccess ||
-        cudaHostGetDevicePointer((void **)&d_words, (void *)h_words, 0) != cudaSuccess) {
-        free(s);
-        return 0;
-    }
-    memset((void *)h_words, 0, (2 + CALIB_ROUNDS) * 8);
-    k_calibrate<<<1, 1>>>(d_words, d_words + 1, d_words + 2, CALIB_ROUNDS);
-    for (uint64_t k = 1; k <= CALIB_ROUNDS; ++k) {
-        s[k - 1].host_send = gpuic_trace_now();
-        h_words[0] = k;
-        while (h_words[1] < k) {
-            /* a kernel that never started (a launch error) must not hang the run */
-            if (gpuic_trace_now() - s[k - 1].host_send > 5000000000ull) {
-                fprintf(stderr, "dissect_p2p: calibration kernel does not answer (%s)\n",
-                        cudaGetErrorString(cudaGetLastError()));
-                cudaFreeHost((void *)h_words);
-                free(s);
-                return 0;
-            }
-        }
-        s[k - 1].host_recv = gpuic_trace_now();
-    }
-    cudaDeviceSynchronize();
-    for (int k = 0; k < CALIB_ROUNDS; ++k) {
-        s[k].device = h_words[2 + k];
-    }
-    int ok = gpuic_trace_calibration_fit(s, CALIB_ROUNDS, cal) == GPUIC_OK;
-    cudaFreeHost((void *)h_words);
-    free(s);
-    return ok;
 }
 
 int main(int argc, char **argv)
@@ -211,7 +160,7 @@ int main(int argc, char **argv)
             st = gpuic_trace_create((uint64_t)iters, (size_t)iters, GPUIC_TRACE_DEVICE_MAPPED,
                                     &trace);
         }
-        if (out == NULL || st != GPUIC_OK || !calibrate(&cal)) {
+        if (out == NULL || st != GPUIC_OK || !gpuic_trace_calibrate_cuda(CALIB_ROUNDS, &cal)) {
             fprintf(stderr, "dissect_p2p: setup failed (%s)\n", gpuic_status_string(st));
             MPI_Abort(MPI_COMM_WORLD, 1);
         }

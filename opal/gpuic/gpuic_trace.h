@@ -14,7 +14,8 @@
  * nanoseconds.  gpuic_trace_now() reads whichever applies where it runs.  A record's producer
  * stages are all on the producer's clock (the record says which: gpuic_trace_open()); the
  * proxy stages are always host time.  gpuic_trace_harvest() moves device stamps onto the host
- * timeline with the offset of a calibration (gpuic_trace_set_calibration(),
+ * timeline with the offset of a calibration (gpuic_trace_set_calibration(); measured by
+ * gpuic_trace_calibrate_cuda() of gpuic_trace_calibrate.cuh, which fits its round trips with
  * gpuic_trace_calibration_fit()).
  *
  * Cost: the stamp helpers below are inline and always available.  The hooks inside libgpuic
