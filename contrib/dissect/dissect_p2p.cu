@@ -4,7 +4,8 @@
  * host timeline by a calibration.
  *
  * Two ranks (mpirun -np 2), one GPU window in device memory.  Rank 0 runs one thread that,
- * per operation, stamps:
+ * per operation, stamps (SM cycle counts converted to %globaltimer nanoseconds, see
+ * k_dissect):
  *   issue     the operation is called
  *   resolved  MPIX_Win_target_device() returned: the window and rank checks, the peer's base
  *   stored    the operation returned: put/put_signal stores issued, get data loaded, atomic
@@ -17,8 +18,8 @@
  *
  * Calibration (gpuic_trace_calibrate.cuh): a kernel and a host thread exchange ping-pongs
  * through mapped pinned memory; gpuic_trace_calibration_fit() takes the offset from the
- * shortest round trips and reports the uncertainty.  The launch latency (host stamp before the launch to the first device
- * stamp) is reported on that timeline.
+ * shortest round trips and reports the uncertainty.  The launch latency (host stamp before
+ * the launch to the kernel's first %globaltimer reading) is reported on that timeline.
  *
  * Usage: mpirun -np 2 dissect_p2p [--op put|get|atomic|flush|put_signal] [--size BYTES]
  *                                  [--iters N] [--csv FILE]
@@ -45,18 +46,43 @@
 
 enum p2p_op { P2P_PUT, P2P_GET, P2P_ATOMIC, P2P_FLUSH, P2P_PUT_SIGNAL };
 
+/* Cycle counter of the SM this thread runs on: fine-grained, unlike %globaltimer, which on
+ * some GPUs advances in microsecond steps. */
+__device__ static inline uint64_t p2p_cycles(void)
+{
+    return (uint64_t)clock64();
+}
+
 /* Stamps go to device memory while the operations run and into the mapped trace only at the
  * end: a store to mapped host memory crosses PCIe, and the next system-scope fence would wait
- * for it, charging the trace's own cost to the flush being measured. */
-__global__ void k_dissect(MPIX_Win_device win, gpuic_trace_view_t v, uint64_t *scratch, int peer,
-                          int op, size_t size, int iters, char *src, int64_t *result)
+ * for it, charging the trace's own cost to the flush being measured.  Each stamp is an SM cycle
+ * count, turned into %globaltimer nanoseconds at the end by interpolating between a timer
+ * reading at the start and one at the end (one thread stays on one SM, so its counter is
+ * monotonic).  info[0] receives the smallest step of %globaltimer seen, info[1] the cycles per
+ * microsecond, info[2] the timer when the kernel started. */
+__global__ void k_dissect(MPIX_Win_device win, gpuic_trace_view_t v, uint64_t *scratch,
+                          uint64_t *info, int peer, int op, size_t size, int iters, char *src,
+                          int64_t *result)
 {
+    uint64_t g_start, g_end, c_start, c_end, step = UINT64_MAX, prev = gpuic_trace_now();
+
+    info[2] = prev;
+
+    for (int k = 0; k < 2000; ++k) {
+        uint64_t now = gpuic_trace_now();
+        if (now != prev && now - prev < step) {
+            step = now - prev;
+        }
+        prev = now;
+    }
+    g_start = gpuic_trace_now();
+    c_start = p2p_cycles();
     for (int i = 0; i < iters; ++i) {
         MPIX_Device_target t;
-        uint64_t t0 = gpuic_trace_now(), t1, t2, t3;
+        uint64_t c0 = p2p_cycles(), c1, c2, c3;
 
         MPIX_Win_target_device(win, peer, &t);
-        t1 = gpuic_trace_now();
+        c1 = p2p_cycles();
         switch (op) {
         case P2P_PUT:
             MPIX_Put_target_device(&t, src, size, 0);
@@ -74,24 +100,33 @@ __global__ void k_dissect(MPIX_Win_device win, gpuic_trace_view_t v, uint64_t *s
         default:
             break;
         }
-        t2 = gpuic_trace_now();
+        c2 = p2p_cycles();
         MPIX_Win_flush_target_device(&t);
-        t3 = gpuic_trace_now();
-        scratch[4 * i] = t0;
-        scratch[4 * i + 1] = t1;
-        scratch[4 * i + 2] = t2;
-        scratch[4 * i + 3] = t3;
+        c3 = p2p_cycles();
+        scratch[4 * i] = c0;
+        scratch[4 * i + 1] = c1;
+        scratch[4 * i + 2] = c2;
+        scratch[4 * i + 3] = c3;
     }
+    c_end = p2p_cycles();
+    g_end = gpuic_trace_now();
+    double ns_per_cycle = c_end > c_start ? (double)(g_end - g_start) / (double)(c_end - c_start)
+                                          : 0.0;
     for (int i = 0; i < iters; ++i) {
+        uint64_t t[4];
         gpuic_trace_record_t *r;
 
-        gpuic_trace_open(v, (uint64_t)i, 0, (uint32_t)size, GPUIC_TRACE_CLOCK_DEVICE,
-                         scratch[4 * i]);
+        for (int k = 0; k < 4; ++k) {
+            t[k] = g_start + (uint64_t)((double)(scratch[4 * i + k] - c_start) * ns_per_cycle);
+        }
+        gpuic_trace_open(v, (uint64_t)i, 0, (uint32_t)size, GPUIC_TRACE_CLOCK_DEVICE, t[0]);
         r = gpuic_trace_record(v, (uint64_t)i);
-        r->t[GPUIC_TRACE_WRITTEN] = scratch[4 * i + 1];
-        r->t[GPUIC_TRACE_FENCED] = scratch[4 * i + 2];
-        r->t[GPUIC_TRACE_DOORBELL] = scratch[4 * i + 3];
+        r->t[GPUIC_TRACE_WRITTEN] = t[1];
+        r->t[GPUIC_TRACE_FENCED] = t[2];
+        r->t[GPUIC_TRACE_DOORBELL] = t[3];
     }
+    info[0] = step;
+    info[1] = ns_per_cycle > 0 ? (uint64_t)(1000.0 / ns_per_cycle) : 0;
 }
 
 int main(int argc, char **argv)
@@ -146,7 +181,7 @@ int main(int argc, char **argv)
     MPIX_Win_get_device_handle(win, &h);
     cudaMalloc(&d_src, WIN_BYTES / 2);
     cudaMalloc(&d_result, 64);
-    cudaMalloc(&d_scratch, (size_t)iters * 4 * sizeof(uint64_t));
+    cudaMalloc(&d_scratch, ((size_t)iters * 4 + 3) * sizeof(uint64_t));
     cudaMemset(d_src, 1, WIN_BYTES / 2);
     cudaDeviceSynchronize();
     MPI_Barrier(MPI_COMM_WORLD);
@@ -166,13 +201,14 @@ int main(int argc, char **argv)
         }
         gpuic_trace_set_calibration(trace, &cal);
         gpuic_trace_view_t v = gpuic_trace_view(trace, 1);
-        k_dissect<<<1, 1>>>(h, v, d_scratch, 1, op, size, 100 < iters ? 100 : iters, d_src,
-                             d_result);
+        k_dissect<<<1, 1>>>(h, v, d_scratch, d_scratch + 4 * (size_t)iters, 1, op, size,
+                             100 < iters ? 100 : iters, d_src, d_result);
         cudaDeviceSynchronize();
         gpuic_trace_harvest(trace, 0, 100 < iters ? 100 : iters); /* warm-up */
         gpuic_trace_log_reset(trace);
         uint64_t t_launch = gpuic_trace_now();
-        k_dissect<<<1, 1>>>(h, v, d_scratch, 1, op, size, iters, d_src, d_result);
+        k_dissect<<<1, 1>>>(h, v, d_scratch, d_scratch + 4 * (size_t)iters, 1, op, size, iters,
+                             d_src, d_result);
         cudaError_t err = cudaDeviceSynchronize();
         gpuic_trace_harvest(trace, 0, (size_t)iters);
         size_t n;
@@ -180,14 +216,16 @@ int main(int argc, char **argv)
         fprintf(out, "# dissect_p2p path=p2p op=%s size=%zu iters=%d clock=device->host "
                 "lost=%lu error=%s\n", names[op], size, iters,
                 (unsigned long)gpuic_trace_lost(trace), cudaGetErrorString(err));
+        uint64_t info[3] = {0, 0, 0};
+        cudaMemcpy(info, d_scratch + 4 * (size_t)iters, sizeof(info), cudaMemcpyDeviceToHost);
+        fprintf(out, "# device clock: SM cycles at %.3f GHz anchored to globaltimer (its "
+                "smallest step seen: %lu ns)\n", (double)info[1] / 1000.0,
+                (unsigned long)info[0]);
         fprintf(out, "# calibration offset_ns=%ld uncertainty_ns=%lu min_rtt_ns=%lu samples=%u\n",
                 (long)cal.offset_ns, (unsigned long)cal.uncertainty_ns,
                 (unsigned long)cal.min_rtt_ns, cal.samples);
-        if (n > 0) {
-            fprintf(out, "# launch host_to_first_issue_ns=%ld (+- %lu)\n",
-                    (long)(log[0].t[GPUIC_TRACE_ISSUE] - t_launch),
-                    (unsigned long)cal.uncertainty_ns);
-        }
+        fprintf(out, "# launch host_to_kernel_start_ns=%ld (+- %lu)\n",
+                (long)(info[2] - cal.offset_ns - t_launch), (unsigned long)cal.uncertainty_ns);
         fprintf(out, "op,size,issue,resolved,stored,fenced\n");
         for (size_t i = 0; i < n; ++i) {
             const uint64_t *t = log[i].t;
