@@ -19,5 +19,6 @@
 #include "gpuic_cmpl.h"
 #include "gpuic_cq.h"
 #include "gpuic_proxy.h"
+#include "gpuic_trace.h"
 
 #endif /* GPUIC_H */

@@ -1,3 +1,4 @@
+#include "gpuic_build_config.h"
 #include "gpuic_mem.h"
 #include "gpuic_proxy.h"
 
@@ -29,6 +30,10 @@ typedef struct gpuic_proxy_op {
     struct gpuic_proxy_op *next_free;
     gpuic_proxy_t *proxy;
     gpuic_proxy_round_t *round;
+#ifdef GPUIC_TRACE
+    gpuic_trace_view_t trace; /* the queue's trace, and the WQE's record in it */
+    uint64_t seq;
+#endif
     gpuic_wqe_t wqe;
 } gpuic_proxy_op_t;
 
@@ -46,6 +51,13 @@ typedef struct gpuic_proxy_done {
     uint64_t *done;
     uint64_t end;
 } gpuic_proxy_done_t;
+#ifdef GPUIC_TRACE
+/* Consecutive traced WQEs of one ring in a round: stamped remote-complete when it retires. */
+typedef struct gpuic_proxy_trace_range {
+    gpuic_trace_view_t trace;
+    uint64_t begin, end;
+} gpuic_proxy_trace_range_t;
+#endif
 
 typedef struct gpuic_proxy_pending_cqe {
     gpuic_cq_t *cq;
@@ -67,6 +79,10 @@ struct gpuic_proxy_round {
     unsigned ncqes, cqe_cap;
     gpuic_proxy_done_t *dones;
     unsigned ndones, done_cap;
+#ifdef GPUIC_TRACE
+    gpuic_proxy_trace_range_t *tranges;
+    unsigned ntranges, trange_cap;
+#endif
 };
 
 /* An attached queue and its per-target bookkeeping for the round being built. */
@@ -76,6 +92,9 @@ typedef struct gpuic_proxy_attached {
     unsigned *tally_index;    /* per target: its tally in that round */
     unsigned release_batch;   /* slots read before they are handed back to producers */
     uint64_t done_owed;       /* completion index last recorded in a round */
+#ifdef GPUIC_TRACE
+    gpuic_trace_view_t trace; /* the queue's trace, resolved once (NULL records: none) */
+#endif
 } gpuic_proxy_attached_t;
 
 struct gpuic_proxy {
@@ -178,6 +197,9 @@ static gpuic_proxy_round_t *gpuic_proxy_round_get(gpuic_proxy_t *proxy)
     round->ntallies = 0;
     round->ncqes = 0;
     round->ndones = 0;
+#ifdef GPUIC_TRACE
+    round->ntranges = 0;
+#endif
     round->stamp = ++proxy->round_stamp;
     return round;
 }
@@ -266,6 +288,59 @@ static void gpuic_proxy_done_add(gpuic_proxy_round_t *round, gpuic_proxy_attache
     round->dones[round->ndones].done = a->q.done;
     round->dones[round->ndones].end = end;
     round->ndones++;
+#ifdef GPUIC_TRACE
+/* Stage stamps (gpuic_trace.h): compiled only into traced builds. */
+
+/* A WQE was copied out of the ring: stamps its pickup and remembers it for its round's
+ * remote completion. */
+static void gpuic_proxy_trace_pickup(gpuic_proxy_attached_t *a, gpuic_proxy_round_t *round,
+                                     gpuic_proxy_op_t *op, uint64_t seq, unsigned nbb)
+{
+    gpuic_proxy_trace_range_t *last;
+
+    op->trace = a->trace;
+    if (op->trace.records == NULL) {
+        return;
+    }
+    op->seq = seq;
+    gpuic_trace_stamp(op->trace, seq, GPUIC_TRACE_PICKUP);
+    last = round->ntranges ? &round->tranges[round->ntranges - 1] : NULL;
+    if (last != NULL && last->trace.records == op->trace.records && last->end == seq) {
+        last->end = seq + nbb;
+        return;
+    }
+    if (!gpuic_proxy_grow((void **)&round->tranges, &round->trange_cap, round->ntranges,
+                          sizeof(*round->tranges))) {
+        return; /* the record just misses its remote stamp */
+    }
+    round->tranges[round->ntranges++] = (gpuic_proxy_trace_range_t){op->trace, seq, seq + nbb};
+}
+
+/* The round's flush completed: its traced WQEs are complete at their targets. */
+static void gpuic_proxy_trace_remote(gpuic_proxy_round_t *round)
+{
+    for (unsigned i = 0; i < round->ntranges; ++i) {
+        gpuic_proxy_trace_range_t *r = &round->tranges[i];
+        for (uint64_t seq = r->begin; seq != r->end; ++seq) {
+            /* continuation slots and NOPs have no open record of their own */
+            if (gpuic_trace_record(r->trace, seq)->seq == seq + 1) {
+                gpuic_trace_stamp(r->trace, seq, GPUIC_TRACE_REMOTE);
+            }
+        }
+    }
+}
+#endif
+
+/* Just before a valid WQE goes to UCX: the measurement hook and the trace stamp. */
+static void gpuic_proxy_issue_hook(gpuic_proxy_t *proxy, gpuic_proxy_op_t *op,
+                                   const gpuic_wqe_desc_t *d)
+{
+#ifdef GPUIC_TRACE
+    gpuic_trace_stamp(op->trace, op->seq, GPUIC_TRACE_ISSUED);
+#endif
+    if (proxy->params.on_issue != NULL) {
+        proxy->params.on_issue(proxy->params.on_issue_arg, d);
+    }
 }
 
 /* ---- validation and execution ---- */
@@ -354,6 +429,7 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
     }
     switch (d->opcode) {
     case GPUIC_WQE_OP_FLUSH:
+        gpuic_proxy_issue_hook(proxy, op, d); /* nothing goes to UCX but the round's flush */
         return GPUIC_OK; /* completes with its round, after every earlier WQE */
     case GPUIC_WQE_OP_RDMA_WRITE:
     case GPUIC_WQE_OP_RDMA_READ:
@@ -367,9 +443,7 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         if (d->inline_data == NULL && d->laddr == 0) {
             return GPUIC_ERR_INVALID_PARAM;
         }
-        if (proxy->params.on_issue != NULL) {
-            proxy->params.on_issue(proxy->params.on_issue_arg, d);
-        }
+        gpuic_proxy_issue_hook(proxy, op, d);
         if (e->direct) {
             return gpuic_proxy_copy(proxy, d, d->raddr, d->len);
         }
@@ -392,9 +466,7 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         if (e->direct) {
             return GPUIC_ERR_UNSUPPORTED;
         }
-        if (proxy->params.on_issue != NULL) {
-            proxy->params.on_issue(proxy->params.on_issue_arg, d);
-        }
+        gpuic_proxy_issue_hook(proxy, op, d);
         /* The proxy executes atomics in host byte order (the WQE operands are big-endian,
          * as on the wire; the decoder converted them). */
         status = gpuic_rma_atomic_fetch(e->ep, d->opcode == GPUIC_WQE_OP_ATOMIC_FA
@@ -409,9 +481,7 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         if (status != GPUIC_OK) {
             return status;
         }
-        if (proxy->params.on_issue != NULL) {
-            proxy->params.on_issue(proxy->params.on_issue_arg, d);
-        }
+        gpuic_proxy_issue_hook(proxy, op, d);
         if (e->direct) {
             return GPUIC_ERR_UNSUPPORTED;
         }
@@ -427,9 +497,7 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         if (d->sig_raddr % 8 != 0 || (d->len != 0 && d->laddr == 0)) {
             return GPUIC_ERR_INVALID_PARAM;
         }
-        if (proxy->params.on_issue != NULL) {
-            proxy->params.on_issue(proxy->params.on_issue_arg, d);
-        }
+        gpuic_proxy_issue_hook(proxy, op, d);
         if (e->direct || se->direct) {
             return gpuic_proxy_put_signal_direct(proxy, d, e, se);
         }
@@ -556,6 +624,9 @@ static unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
                 gpuic_proxy_op_put(op);
                 break;
             }
+#ifdef GPUIC_TRACE
+            gpuic_proxy_trace_pickup(a, round, op, seq, nbb);
+#endif
             /* the slots can go back to producers (op holds a private copy), a batch at a
              * time: every store of the consumer index costs producers a cache miss */
             gpuic_ring_take(ring, nbb);
@@ -618,6 +689,9 @@ static void gpuic_proxy_retire(gpuic_proxy_t *proxy)
         if (!round->flush_done) {
             return;
         }
+#ifdef GPUIC_TRACE
+        gpuic_proxy_trace_remote(round); /* before the counters tell producers */
+#endif
         for (unsigned i = 0; i < round->ncqes; ++i) {
             gpuic_proxy_pending_cqe_t *p = &round->cqes[i];
             if (round->flush_status != GPUIC_OK && p->cqe.status == GPUIC_OK) {
@@ -874,6 +948,9 @@ static void gpuic_proxy_free_lists(gpuic_proxy_t *proxy)
         free(round->tallies);
         free(round->cqes);
         free(round->dones);
+#ifdef GPUIC_TRACE
+        free(round->tranges);
+#endif
         free(round);
     }
 }
@@ -921,6 +998,9 @@ gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *
     a = &queues[proxy->nqueues];
     a->q = *queue;
     a->done_owed = queue->done != NULL ? __atomic_load_n(queue->done, __ATOMIC_RELAXED) : 0;
+#ifdef GPUIC_TRACE
+    a->trace = gpuic_trace_view(queue->trace, 0);
+#endif
     /* a quarter of the ring keeps producers going while the proxy reads; 64 slots already
      * make the consumer index's line transfer cheap per WQE */
     a->release_batch = queue->ring->size / 4 < 64 ? queue->ring->size / 4 : 64;

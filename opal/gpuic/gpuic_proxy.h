@@ -45,6 +45,7 @@
 #include "gpuic_keytable.h"
 #include "gpuic_ring.h"
 #include "gpuic_status.h"
+#include "gpuic_trace.h"
 #include "gpuic_wqe.h"
 
 #ifdef __cplusplus
@@ -87,6 +88,9 @@ typedef struct gpuic_proxy_queue {
      *  index lives in memory mapped to the device) wait on it, and may reserve slots against
      *  it instead of the consumer index so that a slot's staging data outlives its WQE. */
     uint64_t         *done;
+    /** Stage stamps of the ring's WQEs (pickup, UCX call issued, remote completion), or NULL.
+     *  Only a build configured with --enable-trace stamps; others ignore it. */
+    gpuic_trace_t    *trace;
 } gpuic_proxy_queue_t;
 
 /** Counters of the proxy's work. */
