@@ -288,6 +288,8 @@ static void gpuic_proxy_done_add(gpuic_proxy_round_t *round, gpuic_proxy_attache
     round->dones[round->ndones].done = a->q.done;
     round->dones[round->ndones].end = end;
     round->ndones++;
+}
+
 #ifdef GPUIC_TRACE
 /* Stage stamps (gpuic_trace.h): compiled only into traced builds. */
 
