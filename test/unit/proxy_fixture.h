@@ -78,7 +78,7 @@ static inline int fixture_create(fixture_t *f, unsigned ntargets, size_t region_
     CHECK(gpuic_keytable_create(64, &f->keys) == GPUIC_OK);
     CHECK(gpuic_cmpl_create(ntargets, &f->cmpl) == GPUIC_OK);
     for (unsigned t = 0; t < ntargets; ++t) {
-        gpuic_keytable_entry_t e;
+        gpuic_keytable_entry_t e = {0};
 
         f->buf[t] = gpuic_mem_aligned(4096, region_len + 2 * FIX_GUARD);
         memset(f->buf[t], FIX_CANARY, region_len + 2 * FIX_GUARD);

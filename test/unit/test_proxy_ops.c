@@ -88,7 +88,7 @@ static void test_invalid(void)
     const gpuic_wqe_hdr_t h0 = {0, 0, 0}, h1 = {0, 1, 0};
     uint8_t before[LEN];
     uint64_t v = 0xdeadbeefdeadbeefULL, stale_key;
-    gpuic_keytable_entry_t e;
+    gpuic_keytable_entry_t e = {0};
     const gpuic_keytable_entry_t *found;
     gpuic_cmpl_counter_t c;
     gpuic_cqe_t cqe;
