@@ -31,6 +31,8 @@ typedef struct ompi_osc_gpuic_ext {
     /** Frees the device handle (kernels using it must have finished); a later device_handle
      *  call builds a new one. */
     int (*device_handle_release)(void *module);
+    /** Stream-triggered calls (osc_gpuic_stream_ext.h). */
+    const struct ompi_osc_gpuic_stream_ops *stream;
 } ompi_osc_gpuic_ext_t;
 
 /** Paths a target can be served by (values shared with mpix_gpuic.h). */
