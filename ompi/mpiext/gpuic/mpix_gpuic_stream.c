@@ -574,7 +574,7 @@ static unsigned mpix_stream_sync_threads(const mpix_stream_ctx_t *c)
 static int mpix_stream_flush(int kernel, int rank, MPI_Win win, void *stream)
 {
     mpix_stream_ctx_t c;
-    mpix_gpuic_stream_sync_args_t a;
+    mpix_gpuic_stream_rma_args_t a;
     int rc = mpix_stream_begin(win, &c), i;
 
     if (rc == MPI_SUCCESS && kernel != MPIX_GPUIC_K_FLUSH_ALL) {
@@ -594,7 +594,9 @@ static int mpix_stream_flush(int kernel, int rank, MPI_Win win, void *stream)
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    mpix_stream_sync_args(&c, rank, &a);
+    memset(&a, 0, sizeof(a));
+    a.win = (MPIX_Win_device)c.sw->win;
+    a.target = rank;
     return mpix_stream_launch(&c, kernel, 1, 1, stream, &a);
 }
 

@@ -53,7 +53,8 @@ extern "C" {
 /** Bytes of a sync block of a window of n processes. */
 #define MPIX_GPUIC_SYNC_BYTES(n)           ((7 * (size_t)(n) + 2) * sizeof(uint64_t))
 
-/** Arguments of the RMA kernels (put, get, accumulate, fetch_and_op, compare_and_swap). */
+/** Arguments of the RMA kernels (put, get, accumulate, fetch_and_op, compare_and_swap) and of
+ *  the flushes (win and target only). */
 typedef struct mpix_gpuic_stream_rma_args {
     MPIX_Win_device win; /**< the window's device handle */
     uint64_t origin;     /**< device address of the origin buffer (0: none) */
@@ -69,12 +70,12 @@ typedef struct mpix_gpuic_stream_rma_args {
     int32_t  op;         /**< accumulate family: MPIX_Device_op */
 } mpix_gpuic_stream_rma_args_t;
 
-/** Arguments of the flush and synchronization kernels. */
+/** Arguments of the synchronization kernels (fence, lock_all, PSCW). */
 typedef struct mpix_gpuic_stream_sync_args {
     MPIX_Win_device win;  /**< the window's device handle */
     MPIX_Win_device sync; /**< the handle of the window's sync blocks (a byte-addressed window) */
     uint64_t *own;        /**< device address of this process's own sync block */
-    int32_t  target;      /**< flush, flush_local: rank */
+    int32_t  target;      /**< unused (-1) */
     int32_t  nranks;
     int32_t  rank;        /**< this process */
     int32_t  reserved;

@@ -309,6 +309,19 @@ static int ompi_osc_gpuic_stream_function(const ompi_osc_gpuic_stream_image_t *i
     if (kernel < 0 || kernel >= image->nkernels || kernel >= OMPI_OSC_GPUIC_STREAM_KERNELS) {
         return MPI_ERR_ARG;
     }
+    /* Every launch comes here: entries and functions are published once (release) and never
+     * change, so the common case reads them without the lock. */
+    for (i = 0; i < __atomic_load_n(&ompi_osc_gpuic_stream_nmodules, __ATOMIC_ACQUIRE); ++i) {
+        m = &ompi_osc_gpuic_stream_modules[i];
+        if (m->ctx == ctx && m->image == image->image) {
+            *fn_p = __atomic_load_n(&m->fn[kernel], __ATOMIC_ACQUIRE);
+            if (*fn_p != NULL) {
+                return OMPI_SUCCESS;
+            }
+            break;
+        }
+    }
+    m = NULL;
     pthread_mutex_lock(&ompi_osc_gpuic_stream_modules_lock);
     for (i = 0; i < ompi_osc_gpuic_stream_nmodules; ++i) {
         if (ompi_osc_gpuic_stream_modules[i].ctx == ctx &&
@@ -328,14 +341,18 @@ static int ompi_osc_gpuic_stream_function(const ompi_osc_gpuic_stream_image_t *i
             if (status == GPUIC_OK) {
                 m->ctx = ctx;
                 m->image = image->image;
-                ompi_osc_gpuic_stream_nmodules++;
+                __atomic_store_n(&ompi_osc_gpuic_stream_nmodules,
+                                 ompi_osc_gpuic_stream_nmodules + 1, __ATOMIC_RELEASE);
             } else {
                 m = NULL;
             }
         }
     }
     if (m != NULL && m->fn[kernel] == NULL) {
-        status = gpuic_cuda_module_function(m->module, image->names[kernel], &m->fn[kernel]);
+        void *fn = NULL;
+
+        status = gpuic_cuda_module_function(m->module, image->names[kernel], &fn);
+        __atomic_store_n(&m->fn[kernel], fn, __ATOMIC_RELEASE);
     }
     *fn_p = m != NULL ? m->fn[kernel] : NULL;
     pthread_mutex_unlock(&ompi_osc_gpuic_stream_modules_lock);
