@@ -44,6 +44,7 @@ typedef struct gpuic_cuda_api {
     CUresult (*launch_kernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
                               unsigned int, unsigned int, unsigned int, CUstream, void **,
                               void **);
+    CUresult (*thread_exchange_capture_mode)(CUstreamCaptureMode *);
 } gpuic_cuda_api_t;
 
 static gpuic_cuda_api_t gpuic_cuda;
@@ -104,6 +105,7 @@ static int gpuic_cuda_load(void)
         {"cuModuleUnload", (void **)&gpuic_cuda.module_unload},
         {"cuModuleGetFunction", (void **)&gpuic_cuda.module_get_function},
         {"cuLaunchKernel", (void **)&gpuic_cuda.launch_kernel},
+        {"cuThreadExchangeStreamCaptureMode", (void **)&gpuic_cuda.thread_exchange_capture_mode},
     };
     int count = 0;
 
@@ -361,17 +363,41 @@ gpuic_status_t gpuic_cuda_context_current(void **ctx_p)
     return status;
 }
 
+int gpuic_cuda_capture_relax(void)
+{
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+
+    if (!gpuic_cuda_available() || gpuic_cuda.thread_exchange_capture_mode(&mode) !=
+        CUDA_SUCCESS) {
+        return -1;
+    }
+    return (int)mode;
+}
+
+void gpuic_cuda_capture_restore(int saved)
+{
+    CUstreamCaptureMode mode = (CUstreamCaptureMode)saved;
+
+    if (saved >= 0 && gpuic_cuda_available()) {
+        (void)gpuic_cuda.thread_exchange_capture_mode(&mode);
+    }
+}
+
 gpuic_status_t gpuic_cuda_module_load(const void *image, void **module_p)
 {
     CUmodule mod = NULL;
     CUresult r;
+    int saved;
     gpuic_status_t status = gpuic_cuda_init();
 
     *module_p = NULL;
     if (status != GPUIC_OK) {
         return status;
     }
+    /* Loading is no stream work, but a capture in global mode would refuse it. */
+    saved = gpuic_cuda_capture_relax();
     r = gpuic_cuda.module_load_data(&mod, image);
+    gpuic_cuda_capture_restore(saved);
     if (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_PTX ||
         r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION || r == CUDA_ERROR_INVALID_IMAGE) {
         gpuic_log(GPUIC_LOG_ERROR, "cuModuleLoadData: %s (the embedded kernels do not run on "
@@ -506,6 +532,8 @@ gpuic_status_t gpuic_cuda_module_load(const void *image, void **module_p)
     return GPUIC_ERR_NO_DEVICE;
 }
 void gpuic_cuda_module_unload(void *module) { (void)module; }
+int gpuic_cuda_capture_relax(void) { return -1; }
+void gpuic_cuda_capture_restore(int saved) { (void)saved; }
 gpuic_status_t gpuic_cuda_module_function(void *module, const char *name, void **fn_p)
 {
     (void)module; (void)name;

@@ -102,6 +102,17 @@ gpuic_status_t gpuic_cuda_context_current(void **ctx_p);
  */
 gpuic_status_t gpuic_cuda_module_load(const void *image, void **module_p);
 
+/**
+ * Puts the calling thread in relaxed stream-capture mode, so that set-up work done on first use
+ * (allocations, synchronous copies on the legacy stream, module loads) is allowed while the
+ * thread captures a stream in global or thread-local mode.  Returns what to hand to
+ * gpuic_cuda_capture_restore() (negative: nothing changed).
+ */
+int gpuic_cuda_capture_relax(void);
+
+/** Restores the capture mode gpuic_cuda_capture_relax() replaced. */
+void gpuic_cuda_capture_restore(int saved);
+
 /** Unloads a module of gpuic_cuda_module_load() (its context must still exist). */
 void gpuic_cuda_module_unload(void *module);
 

@@ -106,9 +106,11 @@ int MPIX_Win_release_device_handle(MPI_Win win);
  *         enqueued.  Errors met while the call runs are recorded in the window and returned
  *         by its next host synchronization call (flush, unlock, fence, complete, wait).
  * Lifetime: work enqueued on a window must be complete (stream or event synchronization)
- *         before MPI_Win_free or MPIX_Win_release_device_handle; the first enqueued call of a
- *         process in a CUDA context loads the kernels into it, which is best done outside a
- *         stream capture.
+ *         before MPI_Win_free or MPIX_Win_release_device_handle.  The first enqueued call on
+ *         a window builds its device state, and the first one in a CUDA context loads the
+ *         kernels; both are allowed inside a stream capture of a non-blocking stream (they
+ *         synchronize the legacy default stream, which a capture of a blocking stream forbids:
+ *         make one call before capturing such a stream).
  */
 
 /** MPI_Put enqueued on @p stream. */

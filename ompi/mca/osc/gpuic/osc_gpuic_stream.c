@@ -245,38 +245,46 @@ static int ompi_osc_gpuic_stream_window(void *m, ompi_osc_gpuic_stream_win_t **s
     ompi_osc_gpuic_module_t *module = m;
     ompi_osc_gpuic_stream_state_t *st = module->stream_state;
     void *win = NULL;
-    int rc;
+    int rc, saved = -1;
+    bool ready;
 
     *sw_p = NULL;
     if (st == NULL || st->block == NULL) {
         return MPI_ERR_UNSUPPORTED_OPERATION;
     }
-    rc = ompi_osc_gpuic_device_handle(module, &win);
-    if (rc != OMPI_SUCCESS) {
-        return rc;
+    ready = __atomic_load_n(&st->ready, __ATOMIC_ACQUIRE);
+    if (!ready) {
+        /* First use may come inside a stream capture: building the handles allocates and
+         * copies, which is no stream work of the caller's (the copies wait on the legacy
+         * stream only), so the capture must not refuse it. */
+        saved = gpuic_cuda_capture_relax();
     }
-    if (__atomic_load_n(&st->ready, __ATOMIC_ACQUIRE) && st->win_seen == win) {
+    rc = ompi_osc_gpuic_device_handle(module, &win);
+    if (rc == OMPI_SUCCESS && ready && st->win_seen == win) {
         *sw_p = &st->sw;
         return OMPI_SUCCESS;
     }
-    OPAL_THREAD_LOCK(&module->lock);
-    if (!st->ready || st->win_seen != win) {
-        rc = ompi_osc_gpuic_stream_describe(module, st, win);
-        if (rc == OMPI_SUCCESS && !st->ready) {
-            st->sw.nranks = ompi_comm_size(module->comm);
-            st->sw.rank = ompi_comm_rank(module->comm);
-            st->sw.own = st->block;
-            st->sw.peers = st->peers;
-            st->sw.epoch = OMPI_OSC_GPUIC_STREAM_EPOCH_NONE;
-            pthread_mutex_init(&st->sw.lock, NULL);
+    if (rc == OMPI_SUCCESS) {
+        OPAL_THREAD_LOCK(&module->lock);
+        if (!st->ready || st->win_seen != win) {
+            rc = ompi_osc_gpuic_stream_describe(module, st, win);
+            if (rc == OMPI_SUCCESS && !st->ready) {
+                st->sw.nranks = ompi_comm_size(module->comm);
+                st->sw.rank = ompi_comm_rank(module->comm);
+                st->sw.own = st->block;
+                st->sw.peers = st->peers;
+                st->sw.epoch = OMPI_OSC_GPUIC_STREAM_EPOCH_NONE;
+                pthread_mutex_init(&st->sw.lock, NULL);
+            }
+            if (rc == OMPI_SUCCESS) {
+                st->sw.win = win;
+                st->sw.sync = st->sync_dev;
+                __atomic_store_n(&st->ready, true, __ATOMIC_RELEASE);
+            }
         }
-        if (rc == OMPI_SUCCESS) {
-            st->sw.win = win;
-            st->sw.sync = st->sync_dev;
-            __atomic_store_n(&st->ready, true, __ATOMIC_RELEASE);
-        }
+        OPAL_THREAD_UNLOCK(&module->lock);
     }
-    OPAL_THREAD_UNLOCK(&module->lock);
+    gpuic_cuda_capture_restore(saved);
     *sw_p = rc == OMPI_SUCCESS ? &st->sw : NULL;
     return rc;
 }
