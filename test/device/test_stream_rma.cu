@@ -458,6 +458,12 @@ static void test_errors(MPI_Win win, cudaStream_t s)
     MPI_Aint displs[2] = {0, 8};
     MPI_Datatype types[2] = {MPI_INT32_T, MPI_DOUBLE};
 
+    /* Pageable memory is refused where the driver does not know it (no registration); a
+     * system that reports it as device-accessible host memory accepts it. */
+    cudaPointerAttributes pa;
+    int pageable_unregistered = cudaPointerGetAttributes(&pa, pageable) == cudaSuccess &&
+                                pa.type == cudaMemoryTypeUnregistered;
+    cudaGetLastError();
     CUDA_CHECK(cudaMalloc(&src, 64 * sizeof(unsigned)));
     CUDA_CHECK(cudaMalloc(&d64, 4 * sizeof(uint64_t)));
     CUDA_CHECK(cudaMemset(src, 0xab, 64 * sizeof(unsigned)));
@@ -499,8 +505,14 @@ static void test_errors(MPI_Win win, cudaStream_t s)
     CHECK_CLASS(MPIX_Get_enqueue(src, 4, MPI_UNSIGNED, right, WIN_BYTES, 4, MPI_UNSIGNED, win,
                                  s),
                 MPI_ERR_RMA_RANGE);
-    CHECK_CLASS(MPIX_Put_enqueue(pageable, 4, MPI_UNSIGNED, right, 0, 4, MPI_UNSIGNED, win, s),
-                MPI_ERR_BUFFER);
+    if (pageable_unregistered) {
+        CHECK_CLASS(MPIX_Put_enqueue(pageable, 4, MPI_UNSIGNED, right, 0, 4, MPI_UNSIGNED, win,
+                                     s),
+                    MPI_ERR_BUFFER);
+        CHECK_CLASS(MPIX_Fetch_and_op_enqueue(src, pageable, MPI_INT64_T, right, 0, MPI_SUM,
+                                              win, s),
+                    MPI_ERR_BUFFER);
+    }
     CHECK_CLASS(MPIX_Put_enqueue(NULL, 4, MPI_UNSIGNED, right, 0, 4, MPI_UNSIGNED, win, s),
                 MPI_ERR_BUFFER);
     CHECK_CLASS(MPIX_Accumulate_enqueue(src, 4, MPI_INT32_T, right, 0, 4, MPI_INT32_T,
@@ -522,9 +534,6 @@ static void test_errors(MPI_Win win, cudaStream_t s)
                 MPI_ERR_RMA_RANGE);
     CHECK_CLASS(MPIX_Fetch_and_op_enqueue(src, d64, MPI_INT64_T, right, 0, MPI_MINLOC, win, s),
                 MPI_ERR_OP);
-    CHECK_CLASS(MPIX_Fetch_and_op_enqueue(src, pageable, MPI_INT64_T, right, 0, MPI_SUM, win,
-                                          s),
-                MPI_ERR_BUFFER);
     CHECK_CLASS(MPIX_Compare_and_swap_enqueue(d64, d64 + 1, d64 + 2, MPI_DOUBLE, right, 0, win,
                                               s),
                 MPI_ERR_TYPE);
