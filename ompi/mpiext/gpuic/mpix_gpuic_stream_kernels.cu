@@ -33,8 +33,12 @@ __device__ static inline bool group_has(const sync_args_t &a, int r)
     return r < MPIX_GPUIC_STREAM_GROUP_MAX && ((a.group[r >> 6] >> (r & 63)) & 1u) != 0;
 }
 
-/* Publishes @p value in word @p index of rank @p r's sync block, ordered after everything this
- * thread's kernel and the kernels before it wrote (a release signal; see the file comment). */
+/*
+ * Publishes @p value in word @p index of rank @p r's sync block.  Orders everything this
+ * thread, and the kernels before it on the stream, wrote into any window (the producer side)
+ * before the word as seen by rank r's synchronization kernel that waits on it with sync_wait
+ * (the consumer side): a release store, system scope unless every block is on this GPU.
+ */
 __device__ static inline void sync_signal(const sync_args_t &a, int r, size_t index,
                                           uint64_t value)
 {
@@ -42,7 +46,11 @@ __device__ static inline void sync_signal(const sync_args_t &a, int r, size_t in
                                  a.sync);
 }
 
-/* Waits until word @p index of this process's own sync block reaches @p value. */
+/*
+ * Waits until word @p index of this process's own sync block reaches @p value: the acquire side
+ * of sync_signal, so this thread, and the kernels after it on the stream, see what the
+ * signalling process wrote before its signal.
+ */
 __device__ static inline void sync_wait(const sync_args_t &a, size_t index, uint64_t value)
 {
     (void)MPIX_Signal_wait_until_device(sync_disp(index), MPIX_DEVICE_CMP_GE, value, NULL,
@@ -127,6 +135,9 @@ extern "C" __global__ void mpix_gpuic_k_flush_local(rma_args_t a)
  * announced e.  e is this process's own epoch counter, incremented here: a replayed graph
  * waits for the next value each time.
  */
+/* The counters of this process's own block (epoch, posts_to, ...) are read and written only by
+ * its own synchronization kernels, which one stream orders: plain volatile accesses suffice. */
+
 extern "C" __global__ void mpix_gpuic_k_fence(sync_args_t a)
 {
     __shared__ uint64_t epoch;
