@@ -292,10 +292,12 @@ static int ompi_osc_gpuic_stream_window(void *m, ompi_osc_gpuic_stream_win_t **s
 static int ompi_osc_gpuic_stream_buffer(const void *ptr, uint64_t *dptr_p)
 {
     void *d = NULL;
+    gpuic_status_t status = gpuic_cuda_device_address(ptr, &d);
 
-    if (gpuic_cuda_device_address(ptr, &d) != GPUIC_OK) {
+    if (status != GPUIC_OK) {
         *dptr_p = 0;
-        return MPI_ERR_BUFFER;
+        /* the argument that is wrong is a buffer: its own class, not MPI_ERR_ARG */
+        return status == GPUIC_ERR_INVALID_PARAM ? MPI_ERR_BUFFER : ompi_osc_gpuic_error(status);
     }
     *dptr_p = (uint64_t)(uintptr_t)d;
     return OMPI_SUCCESS;
