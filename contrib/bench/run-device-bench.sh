@@ -6,7 +6,9 @@
 #
 # Usage: contrib/bench/run-device-bench.sh [--out DIR] [--iters N]
 #   NVSHMEM_HOME=DIR    NVSHMEM install (default: the nvidia.nvshmem Python package, if any)
-# Writes DIR/results.csv, DIR/ratios.md (gpuic / NVSHMEM, and gpuic / floor) and
+# Also runs stream_bench (MPIX_*_enqueue) and its NVSHMEM peer (on-stream calls).
+# Writes DIR/results.csv, DIR/ratios.md (gpuic / NVSHMEM, and gpuic / floor),
+# DIR/stream_ratios.md (the stream-triggered calls' targets) and
 # DIR/registers.txt (register cost of one MPIX_Put_device in a kernel).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -42,6 +44,10 @@ echo "== gpuic device API, proxy path forced on the GPU window (osc_gpuic_device
 "${mpirun[@]}" --mca osc gpuic --mca osc_gpuic_device_proxy 1 \
     "$build/contrib/bench/device_bench" --iters "$iters" --csv "$csv" --label proxy_gpuwin
 
+echo "== gpuic stream-triggered calls (MPIX_*_enqueue) and the host-driven loop"
+"${mpirun[@]}" --mca osc gpuic "$build/contrib/bench/stream_bench" --iters "$iters" --csv "$csv" ||
+    echo "stream_bench failed or was skipped (exit $?)"
+
 nv=${NVSHMEM_HOME:-}
 if [ -z "$nv" ]; then
     nv=$(python3 -c 'import nvidia.nvshmem, os; print(os.path.dirname(nvidia.nvshmem.__file__))' 2>/dev/null)
@@ -61,6 +67,15 @@ if [ -n "$nv" ] && [ -f "$nv/include/nvshmem.h" ]; then
         "${mpirun[@]}" -x NVSHMEM_REMOTE_TRANSPORT -x NVSHMEM_DISABLE_NVLS -x LD_LIBRARY_PATH \
         "$out/nvshmem_bench" --iters "$iters" --csv "$csv" ||
         { echo "NVSHMEM peer failed (see $out/nvshmem_build.log)"; tail -5 "$out/nvshmem_build.log"; }
+    echo "== NVSHMEM on-stream calls"
+    nvcc -arch=sm_90 -O2 -rdc=true -DOMPI_SKIP_MPICXX -I"$nv/include" $(mpicc --showme:compile) \
+        "$top/contrib/bench/nvshmem_stream_bench.cu" -o "$out/nvshmem_stream_bench" -L"$out" \
+        -L"$nv/lib" -lnvshmem_host -lnvshmem_device -lcuda $(mpicc --showme:link) \
+        -Xlinker -rpath -Xlinker "$nv/lib" >>"$out/nvshmem_build.log" 2>&1 &&
+    NVSHMEM_REMOTE_TRANSPORT=none NVSHMEM_DISABLE_NVLS=1 LD_LIBRARY_PATH="$nv/lib:${LD_LIBRARY_PATH:-}" \
+        "${mpirun[@]}" -x NVSHMEM_REMOTE_TRANSPORT -x NVSHMEM_DISABLE_NVLS -x LD_LIBRARY_PATH \
+        "$out/nvshmem_stream_bench" --iters "$iters" --csv "$csv" ||
+        { echo "NVSHMEM stream peer failed (see $out/nvshmem_build.log)"; tail -5 "$out/nvshmem_build.log"; }
 else
     echo "== NVSHMEM not found: peer column left empty"
 fi
@@ -102,4 +117,20 @@ awk -F, 'NR > 1 { v[$1 "," $2 "," $3] = $4; u[$2 "," $3] = $5
             printf "| %s | %s | %s | %s | %s | %s | %s |\n", p[1], p[2], p[3], v[order[i]], v["gpuic," k], r, u[k]
         }
     }' "$csv" | tee -a "$out/ratios.md"
+echo "== stream-triggered targets (enqueued put+flush <= 0.5 x NVSHMEM on-stream put; graph epoch <= 0.25 x host loop)"
+awk -F, 'NR > 1 { v[$1 "," $2] = $4 }
+    function show(name, a, b, goal) {
+        if (a == "" || b == "" || b <= 0) { printf "| %s | - | goal %s |\n", name, goal; return }
+        printf "| %s | %.2f | goal %s |\n", name, a / b, goal
+    }
+    END {
+        print "| ratio | value | |"
+        print "|---|---:|---|"
+        show("gpuic stream_put_flush / nvshmem stream_put", v["gpuic,stream_put_flush"], v["nvshmem,stream_put"], "<= 0.5")
+        show("gpuic stream_put_flush / nvshmem stream_put_flush", v["gpuic,stream_put_flush"], v["nvshmem,stream_put_flush"], "<= 0.5")
+        show("gpuic graph_epoch / host host_put_fence_epoch", v["gpuic,graph_epoch"], v["host,host_put_fence_epoch"], "<= 0.25")
+        show("gpuic graph_epoch / host host_put_flush", v["gpuic,graph_epoch"], v["host,host_put_flush"], "<= 0.25")
+        show("gpuic graph_epoch / nvshmem graph_epoch", v["gpuic,graph_epoch"], v["nvshmem,graph_epoch"], "report")
+        show("gpuic stream_put_flush / floor cudaMemcpyAsync_8B", v["gpuic,stream_put_flush"], v["floor,cudaMemcpyAsync_8B"], "report")
+    }' "$csv" | tee "$out/stream_ratios.md"
 echo "results in $out"

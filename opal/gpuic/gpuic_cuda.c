@@ -40,6 +40,13 @@ typedef struct gpuic_cuda_api {
     CUresult (*mem_host_unregister)(void *);
     CUresult (*mem_host_get_device_pointer)(CUdeviceptr *, void *, unsigned int);
     CUresult (*get_error_string)(CUresult, const char **);
+    CUresult (*module_load_data)(CUmodule *, const void *);
+    CUresult (*module_unload)(CUmodule);
+    CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
+    CUresult (*launch_kernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
+                              unsigned int, unsigned int, unsigned int, CUstream, void **,
+                              void **);
+    CUresult (*thread_exchange_capture_mode)(CUstreamCaptureMode *);
 } gpuic_cuda_api_t;
 
 static gpuic_cuda_api_t gpuic_cuda;
@@ -98,6 +105,11 @@ static int gpuic_cuda_load(void)
         {"cuMemHostUnregister", (void **)&gpuic_cuda.mem_host_unregister},
         {"cuMemHostGetDevicePointer_v2", (void **)&gpuic_cuda.mem_host_get_device_pointer},
         {"cuGetErrorString", (void **)&gpuic_cuda.get_error_string},
+        {"cuModuleLoadData", (void **)&gpuic_cuda.module_load_data},
+        {"cuModuleUnload", (void **)&gpuic_cuda.module_unload},
+        {"cuModuleGetFunction", (void **)&gpuic_cuda.module_get_function},
+        {"cuLaunchKernel", (void **)&gpuic_cuda.launch_kernel},
+        {"cuThreadExchangeStreamCaptureMode", (void **)&gpuic_cuda.thread_exchange_capture_mode},
     };
     int count = 0;
 
@@ -390,6 +402,131 @@ gpuic_status_t gpuic_cuda_synchronize(void)
     return gpuic_cuda_check(gpuic_cuda.ctx_synchronize(), "cuCtxSynchronize");
 }
 
+gpuic_status_t gpuic_cuda_context_current(void **ctx_p)
+{
+    CUcontext ctx = NULL;
+    gpuic_status_t status = gpuic_cuda_init();
+
+    if (status == GPUIC_OK) {
+        status = gpuic_cuda_check(gpuic_cuda.ctx_get_current(&ctx), "cuCtxGetCurrent");
+    }
+    *ctx_p = ctx;
+    return status;
+}
+
+int gpuic_cuda_capture_relax(void)
+{
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+
+    if (!gpuic_cuda_available() || gpuic_cuda.thread_exchange_capture_mode(&mode) !=
+        CUDA_SUCCESS) {
+        return -1;
+    }
+    return (int)mode;
+}
+
+void gpuic_cuda_capture_restore(int saved)
+{
+    CUstreamCaptureMode mode = (CUstreamCaptureMode)saved;
+
+    if (saved >= 0 && gpuic_cuda_available()) {
+        (void)gpuic_cuda.thread_exchange_capture_mode(&mode);
+    }
+}
+
+gpuic_status_t gpuic_cuda_module_load(const void *image, void **module_p)
+{
+    CUmodule mod = NULL;
+    CUresult r;
+    int saved;
+    gpuic_status_t status = gpuic_cuda_init();
+
+    *module_p = NULL;
+    if (status != GPUIC_OK) {
+        return status;
+    }
+    /* Loading is no stream work, but a capture in global mode would refuse it. */
+    saved = gpuic_cuda_capture_relax();
+    r = gpuic_cuda.module_load_data(&mod, image);
+    gpuic_cuda_capture_restore(saved);
+    if (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_PTX ||
+        r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION || r == CUDA_ERROR_INVALID_IMAGE) {
+        gpuic_log(GPUIC_LOG_ERROR, "cuModuleLoadData: %s (the embedded kernels do not run on "
+                  "this device or driver)", gpuic_cuda_error(r));
+        return GPUIC_ERR_UNSUPPORTED;
+    }
+    status = gpuic_cuda_check(r, "cuModuleLoadData");
+    *module_p = status == GPUIC_OK ? (void *)mod : NULL;
+    return status;
+}
+
+void gpuic_cuda_module_unload(void *module)
+{
+    if (module != NULL && gpuic_cuda_available()) {
+        (void)gpuic_cuda_check(gpuic_cuda.module_unload((CUmodule)module), "cuModuleUnload");
+    }
+}
+
+gpuic_status_t gpuic_cuda_module_function(void *module, const char *name, void **fn_p)
+{
+    CUfunction fn = NULL;
+    gpuic_status_t status;
+
+    if (!gpuic_cuda_available()) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
+    status = gpuic_cuda_check(gpuic_cuda.module_get_function(&fn, (CUmodule)module, name),
+                              "cuModuleGetFunction");
+    *fn_p = (void *)fn;
+    return status;
+}
+
+gpuic_status_t gpuic_cuda_launch(void *fn, unsigned grid, unsigned block, void *stream,
+                                 void *args)
+{
+    void *params[1] = {args};
+
+    if (!gpuic_cuda_available()) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
+    return gpuic_cuda_check(gpuic_cuda.launch_kernel((CUfunction)fn, grid, 1, 1, block, 1, 1, 0,
+                                                     (CUstream)stream, params, NULL),
+                            "cuLaunchKernel");
+}
+
+gpuic_status_t gpuic_cuda_device_address(const void *ptr, void **dptr_p)
+{
+    CUpointer_attribute attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                    CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                    CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
+    unsigned int type = 0, managed = 0;
+    CUdeviceptr d = 0;
+    void *data[3] = {&type, &managed, &d};
+
+    *dptr_p = NULL;
+    if (!gpuic_cuda_available()) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
+    /* Unknown memory (type 0) is pageable host memory, which a kernel cannot reach here. */
+    if (ptr == NULL ||
+        gpuic_cuda.pointer_get_attributes(3, attrs, data, (CUdeviceptr)(uintptr_t)ptr) !=
+            CUDA_SUCCESS ||
+        type == 0) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    if (type == CU_MEMORYTYPE_DEVICE || managed) {
+        *dptr_p = (void *)ptr;
+        return GPUIC_OK;
+    }
+    /* Pinned host memory: the device pointer of the mapping (equal to ptr under unified
+     * addressing for cudaHostAlloc memory, not always for registered memory). */
+    if (d == 0) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    *dptr_p = (void *)(uintptr_t)d;
+    return GPUIC_OK;
+}
+
 #else /* !GPUIC_HAVE_CUDA: built without cuda.h, every call reports no device */
 
 gpuic_status_t gpuic_cuda_init(void) { return GPUIC_ERR_NO_DEVICE; }
@@ -439,5 +576,37 @@ gpuic_status_t gpuic_cuda_host_register(void *ptr, size_t len, void **dptr_p)
 }
 void gpuic_cuda_host_unregister(void *ptr) { (void)ptr; }
 gpuic_status_t gpuic_cuda_synchronize(void) { return GPUIC_ERR_NO_DEVICE; }
+gpuic_status_t gpuic_cuda_context_current(void **ctx_p)
+{
+    *ctx_p = NULL;
+    return GPUIC_ERR_NO_DEVICE;
+}
+gpuic_status_t gpuic_cuda_module_load(const void *image, void **module_p)
+{
+    (void)image;
+    *module_p = NULL;
+    return GPUIC_ERR_NO_DEVICE;
+}
+void gpuic_cuda_module_unload(void *module) { (void)module; }
+int gpuic_cuda_capture_relax(void) { return -1; }
+void gpuic_cuda_capture_restore(int saved) { (void)saved; }
+gpuic_status_t gpuic_cuda_module_function(void *module, const char *name, void **fn_p)
+{
+    (void)module; (void)name;
+    *fn_p = NULL;
+    return GPUIC_ERR_NO_DEVICE;
+}
+gpuic_status_t gpuic_cuda_launch(void *fn, unsigned grid, unsigned block, void *stream,
+                                 void *args)
+{
+    (void)fn; (void)grid; (void)block; (void)stream; (void)args;
+    return GPUIC_ERR_NO_DEVICE;
+}
+gpuic_status_t gpuic_cuda_device_address(const void *ptr, void **dptr_p)
+{
+    (void)ptr;
+    *dptr_p = NULL;
+    return GPUIC_ERR_NO_DEVICE;
+}
 
 #endif /* GPUIC_HAVE_CUDA */

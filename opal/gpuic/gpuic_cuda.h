@@ -95,6 +95,52 @@ void gpuic_cuda_host_unregister(void *ptr);
 /** Waits until all work of the current context is done. */
 gpuic_status_t gpuic_cuda_synchronize(void);
 
+
+/* ---------------------------------------------------------------------------------------- */
+/* Kernels loaded at run time (stream-triggered calls).                                      */
+
+/** The calling thread's current context (gpuic_cuda_init() makes one current when none is). */
+gpuic_status_t gpuic_cuda_context_current(void **ctx_p);
+
+/**
+ * Loads a module image (a fatbin, cubin or PTX held in memory) into the current context.
+ * @return GPUIC_OK, GPUIC_ERR_NO_DEVICE without a driver, GPUIC_ERR_UNSUPPORTED when the image
+ *         holds no code this device can run.
+ */
+gpuic_status_t gpuic_cuda_module_load(const void *image, void **module_p);
+
+/**
+ * Puts the calling thread in relaxed stream-capture mode, so that set-up work done on first use
+ * (allocations, synchronous copies on the legacy stream, module loads) is allowed while the
+ * thread captures a stream in global or thread-local mode.  Returns what to hand to
+ * gpuic_cuda_capture_restore() (negative: nothing changed).
+ */
+int gpuic_cuda_capture_relax(void);
+
+/** Restores the capture mode gpuic_cuda_capture_relax() replaced. */
+void gpuic_cuda_capture_restore(int saved);
+
+/** Unloads a module of gpuic_cuda_module_load() (its context must still exist). */
+void gpuic_cuda_module_unload(void *module);
+
+/** Finds the kernel named @p name (an extern "C" name) in @p module. */
+gpuic_status_t gpuic_cuda_module_function(void *module, const char *name, void **fn_p);
+
+/**
+ * Launches kernel @p fn with @p grid blocks of @p block threads on @p stream (a CUstream or
+ * cudaStream_t, including the legacy and per-thread default streams).  The kernel takes one
+ * parameter, the structure @p args points to, copied at the call (and kept by a stream capture).
+ */
+gpuic_status_t gpuic_cuda_launch(void *fn, unsigned grid, unsigned block, void *stream,
+                                 void *args);
+
+/**
+ * The address device code uses for @p ptr: @p ptr itself for device and managed memory, the
+ * mapped device address for pinned or registered host memory.
+ * @return GPUIC_ERR_INVALID_PARAM for host memory the device cannot reach (pageable memory).
+ */
+gpuic_status_t gpuic_cuda_device_address(const void *ptr, void **dptr_p);
+
 #ifdef __cplusplus
 }
 #endif

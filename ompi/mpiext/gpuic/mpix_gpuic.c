@@ -9,9 +9,10 @@
 
 #include "osc_gpuic_ext.h"
 #include "mpix_gpuic.h"
+#include "mpix_gpuic_internal.h"
 
 /* The extension block of a gpuic window, or NULL for any other window. */
-static ompi_osc_gpuic_ext_t *mpix_gpuic_ext(MPI_Win win)
+ompi_osc_gpuic_ext_t *mpix_gpuic_ext(MPI_Win win)
 {
     ompi_osc_gpuic_ext_t *ext;
 
@@ -35,6 +36,9 @@ int MPIX_Gpuic_query_capabilities(int *caps)
     *caps = MPIX_GPUIC_CAP_HOST_RMA;
 #ifdef MPIX_GPUIC_BUILT_WITH_CUDA
     *caps |= MPIX_GPUIC_CAP_DEVICE_API | MPIX_GPUIC_CAP_DEVICE_PROXY;
+#endif
+#ifdef MPIX_GPUIC_HAVE_STREAM
+    *caps |= MPIX_GPUIC_CAP_STREAM;
 #endif
     return MPI_SUCCESS;
 }

@@ -20,7 +20,11 @@ extern "C" {
 #define MPIX_GPUIC_CAP_HOST_RMA   0x1 /**< MPI RMA on host memory through gpuic windows */
 #define MPIX_GPUIC_CAP_DEVICE_API 0x2 /**< GPU windows and the device API (mpix_gpuic_device.cuh);
                                            usable where a CUDA driver and device exist */
-#define MPIX_GPUIC_CAP_DEVICE_PROXY 0x4 /**< device calls reach targets without a device
+#define MPIX_GPUIC_CAP_STREAM     0x4 /**< stream-triggered calls (MPIX_*_enqueue below): built
+                                           with CUDA and nvcc; usable where a CUDA driver and
+                                           device exist.  Off: they return
+                                           MPI_ERR_UNSUPPORTED_OPERATION */
+#define MPIX_GPUIC_CAP_DEVICE_PROXY 0x8 /**< device calls reach targets without a device
                                              mapping (host windows) through the proxy thread */
 
 /** Paths a target can be served by (MPIX_Win_gpuic_target_path()). */
@@ -78,6 +82,122 @@ int MPIX_Win_gpuic_device_path(MPI_Win win, int rank, int *path);
  * @return MPI_ERR_WIN when @p win is not a gpuic window; MPI_ERR_ARG when it has no handle.
  */
 int MPIX_Win_release_device_handle(MPI_Win win);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Stream-triggered calls (docs/streams.md).                                                 */
+/*
+ * Each MPIX_*_enqueue call adds one MPI call to a CUDA stream, with no host thread involved
+ * when it runs: it starts after all work enqueued on the stream before it and is complete, as
+ * MPI defines completion for the call it mirrors, before work enqueued after it starts.  A CUDA
+ * event recorded after MPIX_Win_flush_enqueue (or a fence, unlock_all or complete) fires only
+ * once the data is visible at the target.  The calls may be captured into CUDA graphs; a graph
+ * may replay whole epochs any number of times.
+ *
+ * stream: a cudaStream_t (or CUstream) of the calling thread's current CUDA context, passed as
+ *         void * so that C code needs no CUDA header; NULL is the legacy default stream, and
+ *         cudaStreamPerThread is accepted.
+ * Buffers (origin, result, compare): read or written when the call runs, in stream order;
+ *         device memory, managed memory, or host memory pinned and mapped into the device
+ *         (cudaMallocHost, cudaHostAlloc, cudaHostRegister).  Pageable host memory is refused
+ *         with MPI_ERR_BUFFER.
+ * Datatypes: put and get take any datatype whose count elements are contiguous (size equals
+ *         extent equals true extent); the accumulate family takes MPI_INT32_T, MPI_UINT32_T,
+ *         MPI_INT64_T, MPI_UINT64_T, MPI_FLOAT, MPI_DOUBLE, the C types of the same size and
+ *         kind (MPI_INT, MPI_UNSIGNED, MPI_LONG, ...), and contiguous or duplicated types of
+ *         them, with the same element type on both sides.
+ * Targets: those the device API reaches (MPIX_GPUIC_DEVICE_PATH_P2P: device-memory windows
+ *         of processes on this node).  Other targets are refused at enqueue time with
+ *         MPI_ERR_UNSUPPORTED_OPERATION.
+ * Epochs: access to a target needs an epoch opened by enqueued calls on the window (fence,
+ *         lock_all, start naming it) or a host epoch open at the time of the enqueue call;
+ *         the flush calls need a passive-target one (MPI_ERR_RMA_SYNC otherwise).  Epoch
+ *         calls on one window are matched in the order they are enqueued: enqueue them on one
+ *         stream, or order their streams.  Enqueued and host epochs may follow each other on a
+ *         window when separated by stream synchronization and a host synchronization among the
+ *         processes (for example MPI_Barrier).  Enqueued lock_all epochs take shared access
+ *         in device memory and do not exclude host MPI_Win_lock epochs: never overlap the two.
+ * Errors: bad arguments are refused at enqueue time with their MPI error class and nothing is
+ *         enqueued.  Errors met while the call runs are recorded in the window and returned
+ *         by its next host synchronization call (flush, unlock, fence, complete, wait).
+ * Lifetime: work enqueued on a window must be complete (stream or event synchronization)
+ *         before MPI_Win_free or MPIX_Win_release_device_handle.  The first enqueued call on
+ *         a window builds its device state, and the first one in a CUDA context loads the
+ *         kernels; both are allowed inside a stream capture of a non-blocking stream (they
+ *         synchronize the legacy default stream, which a capture of a blocking stream forbids:
+ *         make one call before capturing such a stream).
+ */
+
+/** MPI_Put enqueued on @p stream. */
+int MPIX_Put_enqueue(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                     int target_rank, MPI_Aint target_disp, int target_count,
+                     MPI_Datatype target_datatype, MPI_Win win, void *stream);
+
+/** MPI_Get enqueued on @p stream: @p origin_addr holds the data once the call has run. */
+int MPIX_Get_enqueue(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                     int target_rank, MPI_Aint target_disp, int target_count,
+                     MPI_Datatype target_datatype, MPI_Win win, void *stream);
+
+/**
+ * MPI_Accumulate enqueued on @p stream, each element atomic with the device calls and other
+ * enqueued calls on the window.  @p op: MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_BAND, MPI_BOR,
+ * MPI_BXOR, MPI_LAND, MPI_LOR, MPI_LXOR, MPI_REPLACE (bitwise and logical ops on integer types
+ * only); anything else: MPI_ERR_OP.
+ */
+int MPIX_Accumulate_enqueue(const void *origin_addr, int origin_count,
+                            MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                            int target_count, MPI_Datatype target_datatype, MPI_Op op,
+                            MPI_Win win, void *stream);
+
+/**
+ * MPI_Fetch_and_op enqueued on @p stream: *result_addr holds the old value once the call has
+ * run.  @p op as for MPIX_Accumulate_enqueue, or MPI_NO_OP (then @p origin_addr may be NULL).
+ */
+int MPIX_Fetch_and_op_enqueue(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+                              int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win,
+                              void *stream);
+
+/**
+ * MPI_Compare_and_swap enqueued on @p stream; the values at @p origin_addr and @p compare_addr
+ * are read when the call runs.  8-byte integer types only (4-byte ones:
+ * MPI_ERR_UNSUPPORTED_OPERATION).
+ */
+int MPIX_Compare_and_swap_enqueue(const void *origin_addr, const void *compare_addr,
+                                  void *result_addr, MPI_Datatype datatype, int target_rank,
+                                  MPI_Aint target_disp, MPI_Win win, void *stream);
+
+/** MPI_Win_flush enqueued on @p stream: earlier operations to @p rank are complete there. */
+int MPIX_Win_flush_enqueue(int rank, MPI_Win win, void *stream);
+
+/** MPI_Win_flush_all enqueued on @p stream. */
+int MPIX_Win_flush_all_enqueue(MPI_Win win, void *stream);
+
+/** MPI_Win_flush_local enqueued on @p stream: origin buffers of earlier operations reusable. */
+int MPIX_Win_flush_local_enqueue(int rank, MPI_Win win, void *stream);
+
+/**
+ * MPI_Win_fence enqueued on @p stream (collective: every process of the window enqueues it):
+ * completes every process's operations and synchronizes the processes, on the devices.
+ * Every process needs a device sync block (every process has CUDA, all on one node for now).
+ */
+int MPIX_Win_fence_enqueue(int mpi_assert, MPI_Win win, void *stream);
+
+/** MPI_Win_lock_all enqueued on @p stream (shared access to every reachable target). */
+int MPIX_Win_lock_all_enqueue(int mpi_assert, MPI_Win win, void *stream);
+
+/** MPI_Win_unlock_all enqueued on @p stream: completes the epoch's operations at the targets. */
+int MPIX_Win_unlock_all_enqueue(MPI_Win win, void *stream);
+
+/** MPI_Win_post enqueued on @p stream (groups of at most 4096 ranks' numbers). */
+int MPIX_Win_post_enqueue(MPI_Group group, int mpi_assert, MPI_Win win, void *stream);
+
+/** MPI_Win_start enqueued on @p stream: later work waits for the group's matching posts. */
+int MPIX_Win_start_enqueue(MPI_Group group, int mpi_assert, MPI_Win win, void *stream);
+
+/** MPI_Win_complete enqueued on @p stream: completes the access epoch at its targets. */
+int MPIX_Win_complete_enqueue(MPI_Win win, void *stream);
+
+/** MPI_Win_wait enqueued on @p stream: later work waits for the group's matching completes. */
+int MPIX_Win_wait_enqueue(MPI_Win win, void *stream);
 
 #ifdef __cplusplus
 }

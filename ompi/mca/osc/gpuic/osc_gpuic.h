@@ -192,6 +192,10 @@ typedef struct ompi_osc_gpuic_module {
     int                        max_attached;
 
     struct ompi_osc_gpuic_module *next, *prev; /**< the component's list of live windows */
+
+    /** Stream-triggered calls: sync blocks and their mappings (osc_gpuic_stream.c); NULL when
+     *  no process of the window has device memory. */
+    struct ompi_osc_gpuic_stream_state *stream_state;
 } ompi_osc_gpuic_module_t;
 
 /**
@@ -526,6 +530,18 @@ static inline int ompi_osc_gpuic_sync_result(ompi_osc_gpuic_module_t *module, in
 {
     return rc != OMPI_SUCCESS ? rc : ompi_osc_gpuic_device_error(module);
 }
+
+/* Stream-triggered calls (osc_gpuic_stream.c) */
+/**
+ * Collective, at window creation: when any process of the window has device memory, gives
+ * each process that can a sync block and maps the same-node peers' blocks.  A process that
+ * cannot (no CUDA) takes part without one; only the exchange itself can fail.
+ */
+int ompi_osc_gpuic_stream_setup(ompi_osc_gpuic_module_t *module);
+/** Unmaps and frees what ompi_osc_gpuic_stream_setup() built. */
+void ompi_osc_gpuic_stream_cleanup(ompi_osc_gpuic_module_t *module);
+/** ext entry points of the stream-triggered calls (osc_gpuic_stream_ext.h). */
+extern const struct ompi_osc_gpuic_stream_ops ompi_osc_gpuic_stream_ops;
 
 /** Log helper: this process's rank in the window. */
 static inline int ompi_osc_gpuic_rank(const ompi_osc_gpuic_module_t *module)

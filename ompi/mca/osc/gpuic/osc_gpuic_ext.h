@@ -34,6 +34,8 @@ typedef struct ompi_osc_gpuic_ext {
     /** Tells the MPIX_GPUIC_DEVICE_PATH_* of @p rank in the current device handle
      *  (MPI_ERR_ARG when there is none). */
     int (*device_path)(void *module, int rank, int *path);
+    /** Stream-triggered calls (osc_gpuic_stream_ext.h). */
+    const struct ompi_osc_gpuic_stream_ops *stream;
 } ompi_osc_gpuic_ext_t;
 
 /** Paths a target can be served by (values shared with mpix_gpuic.h). */

@@ -89,6 +89,7 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
     int i, n;
 
     /* Mappings of peers' device memory first: they are recorded in the peers array. */
+    ompi_osc_gpuic_stream_cleanup(module);
     ompi_osc_gpuic_gpu_cleanup(module);
     if (module->peers != NULL) {
         n = ompi_comm_size(module->comm);
@@ -394,6 +395,7 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     module->ext.device_handle = ompi_osc_gpuic_device_handle;
     module->ext.device_path = ompi_osc_gpuic_device_path;
     module->ext.device_handle_release = ompi_osc_gpuic_device_handle_release;
+    module->ext.stream = &ompi_osc_gpuic_stream_ops;
     module->win = win;
     module->flavor = flavor;
     module->size = size;
@@ -500,6 +502,10 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
         goto err_destroy;
     }
     rc = ompi_osc_gpuic_decide_direct(module);
+    if (rc != OMPI_SUCCESS) {
+        goto err_destroy;
+    }
+    rc = ompi_osc_gpuic_stream_setup(module);
     if (rc != OMPI_SUCCESS) {
         goto err_destroy;
     }

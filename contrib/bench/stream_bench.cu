@@ -1,0 +1,245 @@
+/*
+ * stream_bench: stream-triggered RMA (MPIX_*_enqueue) on gpuic GPU windows, next to what a
+ * program does without it (the host-driven loop) and to a stream-ordered copy.  Two ranks
+ * (under MPS when they share a GPU); the NVSHMEM peer is nvshmem_stream_bench.cu.
+ *
+ *   mpirun -np 2 --mca osc gpuic stream_bench [--iters N] [--csv FILE]
+ *
+ * Rows (CSV: component,measure,size,value,unit), per operation or epoch, host wall clock over
+ * N enqueues followed by one stream synchronization:
+ *   gpuic stream_put            8 B MPIX_Put_enqueue (rank 0, in an enqueued lock_all epoch)
+ *   gpuic stream_put_flush      8 B MPIX_Put_enqueue + MPIX_Win_flush_enqueue
+ *   gpuic stream_fence_epoch    MPIX_Win_fence_enqueue alone (both ranks)
+ *   gpuic stream_put_fence_epoch  MPIX_Put_enqueue + MPIX_Win_fence_enqueue (both ranks)
+ *   gpuic graph_epoch           a captured epoch (kernel, put, fence, kernel) replayed 1000
+ *                               times, per epoch
+ *   host  host_put_flush        the host-driven loop: kernel, cudaStreamSynchronize, MPI_Put
+ *                               from device memory, MPI_Win_flush
+ *   host  host_put_fence_epoch  kernel, cudaStreamSynchronize, MPI_Put, MPI_Win_fence
+ *   floor cudaMemcpyAsync_8B    cudaMemcpyAsync of 8 bytes device to device on the stream
+ *   ratio *                     the ratios the design aims at (printed, never enforced)
+ */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "mpix_gpuic.h"
+
+#define WIN_BYTES (1u << 20)
+#define GRAPH_REPLAYS 1000
+
+static int rank;
+static FILE *csv;
+
+static void row(const char *component, const char *measure, size_t size, double value,
+                const char *unit)
+{
+    if (rank != 0) return;
+    printf("%-6s %-24s %10zu %12.3f %s\n", component, measure, size, value, unit);
+    if (csv) {
+        fprintf(csv, "%s,%s,%zu,%.4f,%s\n", component, measure, size, value, unit);
+        fflush(csv);
+    }
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void must(int rc, const char *what)
+{
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "[rank %d] %s failed: %d\n", rank, what, rc);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
+/* Stands for the producer of the data a put sends. */
+__global__ void k_touch(uint64_t *p, uint64_t v)
+{
+    *p = v;
+}
+
+__global__ void k_touch_dev(uint64_t *p)
+{
+    *p += 1;
+}
+
+int main(int argc, char **argv)
+{
+    int nranks, iters = 20000, ndev = 0, caps = 0;
+    const char *csv_path = NULL;
+    MPI_Win win;
+    MPI_Info info;
+    void *base;
+    uint64_t *src, *dst;
+    cudaStream_t s;
+    double t0;
+    double put_flush = 0, host_put_flush = 0, host_epoch = 0, graph_epoch = 0;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
+    }
+    if (nranks != 2 || cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if (rank == 0) fprintf(stderr, "stream_bench: needs 2 ranks and a CUDA device\n");
+        MPI_Finalize();
+        return 77;
+    }
+    MPIX_Gpuic_query_capabilities(&caps);
+    if (!(caps & MPIX_GPUIC_CAP_STREAM)) {
+        if (rank == 0) fprintf(stderr, "stream_bench: gpuic built without stream calls\n");
+        MPI_Finalize();
+        return 77;
+    }
+    cudaSetDevice(rank % ndev);
+    if (rank == 0 && csv_path) csv = fopen(csv_path, "a");
+    int peer = 1 - rank;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    cudaMalloc(&src, 4096);
+    cudaMalloc(&dst, 4096);
+    cudaMemset(src, 1, 4096);
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "mpi_assert_memory_alloc_kinds", "cuda:device");
+    must(MPI_Win_allocate(WIN_BYTES, 1, info, MPI_COMM_WORLD, &base, &win), "MPI_Win_allocate");
+    MPI_Info_free(&info);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    cudaDeviceSynchronize();
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* per-operation put and put+flush, rank 0 to rank 1 */
+    if (rank == 0) {
+        must(MPIX_Win_lock_all_enqueue(0, win, s), "lock_all_enqueue");
+        for (int i = 0; i < 100; ++i) { /* loads the kernels, warms the path */
+            must(MPIX_Put_enqueue(src, 8, MPI_BYTE, peer, 0, 8, MPI_BYTE, win, s), "put");
+            must(MPIX_Win_flush_enqueue(peer, win, s), "flush");
+        }
+        cudaStreamSynchronize(s);
+        t0 = now_us();
+        for (int i = 0; i < iters; ++i) {
+            MPIX_Put_enqueue(src, 8, MPI_BYTE, peer, (i % 1024) * 8, 8, MPI_BYTE, win, s);
+        }
+        cudaStreamSynchronize(s);
+        row("gpuic", "stream_put", 8, (now_us() - t0) / iters, "us");
+        t0 = now_us();
+        for (int i = 0; i < iters; ++i) {
+            MPIX_Put_enqueue(src, 8, MPI_BYTE, peer, (i % 1024) * 8, 8, MPI_BYTE, win, s);
+            MPIX_Win_flush_enqueue(peer, win, s);
+        }
+        cudaStreamSynchronize(s);
+        put_flush = (now_us() - t0) / iters;
+        row("gpuic", "stream_put_flush", 8, put_flush, "us");
+        must(MPIX_Win_unlock_all_enqueue(win, s), "unlock_all_enqueue");
+        cudaStreamSynchronize(s);
+
+        /* floor: a stream-ordered copy of the same size */
+        cudaMemcpyAsync(dst, src, 8, cudaMemcpyDeviceToDevice, s);
+        cudaStreamSynchronize(s);
+        t0 = now_us();
+        for (int i = 0; i < iters; ++i) {
+            cudaMemcpyAsync(dst + (i % 512), src, 8, cudaMemcpyDeviceToDevice, s);
+        }
+        cudaStreamSynchronize(s);
+        row("floor", "cudaMemcpyAsync_8B", 8, (now_us() - t0) / iters, "us");
+
+        /* the host-driven loop */
+        int n = iters / 10 > 0 ? iters / 10 : 1;
+        must(MPI_Win_lock_all(0, win), "MPI_Win_lock_all");
+        t0 = now_us();
+        for (int i = 0; i < n; ++i) {
+            k_touch<<<1, 1, 0, s>>>(src, i);
+            cudaStreamSynchronize(s);
+            MPI_Put(src, 8, MPI_BYTE, peer, (i % 1024) * 8, 8, MPI_BYTE, win);
+            MPI_Win_flush(peer, win);
+        }
+        host_put_flush = (now_us() - t0) / n;
+        row("host", "host_put_flush", 8, host_put_flush, "us");
+        must(MPI_Win_unlock_all(win), "MPI_Win_unlock_all");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* fence epochs, both ranks */
+    {
+        int n = iters / 4 > 0 ? iters / 4 : 1;
+        must(MPIX_Win_fence_enqueue(0, win, s), "fence_enqueue");
+        for (int i = 0; i < 100; ++i) MPIX_Win_fence_enqueue(0, win, s);
+        cudaStreamSynchronize(s);
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = now_us();
+        for (int i = 0; i < n; ++i) MPIX_Win_fence_enqueue(0, win, s);
+        cudaStreamSynchronize(s);
+        row("gpuic", "stream_fence_epoch", 0, (now_us() - t0) / n, "us");
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = now_us();
+        for (int i = 0; i < n; ++i) {
+            MPIX_Put_enqueue(src, 8, MPI_BYTE, peer, (i % 1024) * 8, 8, MPI_BYTE, win, s);
+            MPIX_Win_fence_enqueue(0, win, s);
+        }
+        cudaStreamSynchronize(s);
+        row("gpuic", "stream_put_fence_epoch", 8, (now_us() - t0) / n, "us");
+
+        /* one epoch captured, replayed */
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+        k_touch_dev<<<1, 1, 0, s>>>(src);
+        MPIX_Put_enqueue(src, 8, MPI_BYTE, peer, 0, 8, MPI_BYTE, win, s);
+        MPIX_Win_fence_enqueue(0, win, s);
+        k_touch_dev<<<1, 1, 0, s>>>(dst);
+        cudaStreamEndCapture(s, &graph);
+        cudaGraphInstantiate(&exec, graph, 0);
+        cudaGraphLaunch(exec, s);
+        cudaStreamSynchronize(s);
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = now_us();
+        for (int r = 0; r < GRAPH_REPLAYS; ++r) cudaGraphLaunch(exec, s);
+        cudaStreamSynchronize(s);
+        graph_epoch = (now_us() - t0) / GRAPH_REPLAYS;
+        row("gpuic", "graph_epoch", 8, graph_epoch, "us");
+        must(MPIX_Win_fence_enqueue(MPI_MODE_NOSUCCEED, win, s), "fence_enqueue");
+        cudaStreamSynchronize(s);
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+
+        /* the host-driven epoch */
+        MPI_Barrier(MPI_COMM_WORLD);
+        n = n / 5 > 0 ? n / 5 : 1;
+        must(MPI_Win_fence(0, win), "MPI_Win_fence");
+        t0 = now_us();
+        for (int i = 0; i < n; ++i) {
+            k_touch<<<1, 1, 0, s>>>(src, i);
+            cudaStreamSynchronize(s);
+            MPI_Put(src, 8, MPI_BYTE, peer, (i % 1024) * 8, 8, MPI_BYTE, win);
+            MPI_Win_fence(0, win);
+        }
+        host_epoch = (now_us() - t0) / n;
+        row("host", "host_put_fence_epoch", 8, host_epoch, "us");
+        MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+    }
+    MPI_Bcast(&put_flush, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&host_put_flush, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (host_epoch > 0) row("ratio", "graph_epoch/host_epoch", 8, graph_epoch / host_epoch, "x");
+    if (host_put_flush > 0) {
+        row("ratio", "stream_put_flush/host_put_flush", 8, put_flush / host_put_flush, "x");
+        row("ratio", "graph_epoch/host_put_flush", 8, graph_epoch / host_put_flush, "x");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_free(&win);
+    cudaFree(src);
+    cudaFree(dst);
+    cudaStreamDestroy(s);
+    if (csv) fclose(csv);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,254 @@
+/*
+ * The kernels behind the stream-triggered calls (MPIX_*_enqueue, mpix_gpuic_stream.c).  nvcc
+ * builds them into a fatbin that is embedded in libmpix_gpuic and loaded once per context with
+ * cuModuleLoadData; the host code launches them with cuLaunchKernel, so libmpix_gpuic links no
+ * CUDA library.
+ *
+ * Each kernel is one enqueued call, and its body is made of device-API calls
+ * (mpix_gpuic_device.cuh) on the window's device handle: whatever path the device API serves
+ * for a target, the enqueued call takes it.  Synchronization kernels use the device API too, on
+ * a second handle that describes the window's sync blocks (mpix_gpuic_stream_layout.h) as a
+ * byte-addressed window: signals are 0-byte put-with-signal (a release store), waits are
+ * MPIX_Signal_wait_until_device on this process's own block (an acquire load).
+ *
+ * Kernels only read their arguments and the counters of their own sync block, so a stream
+ * capture records them as they are and a graph may replay them any number of times.
+ */
+#include <stdint.h>
+
+#include "mpix_gpuic_device.cuh"
+#include "mpix_gpuic_stream_layout.h"
+
+typedef mpix_gpuic_stream_rma_args_t rma_args_t;
+typedef mpix_gpuic_stream_sync_args_t sync_args_t;
+
+/* The value, in bytes, of word @p index of a sync block: displacements on the sync handle. */
+__device__ static inline MPI_Aint sync_disp(size_t index)
+{
+    return (MPI_Aint)(index * sizeof(uint64_t));
+}
+
+__device__ static inline bool group_has(const sync_args_t &a, int r)
+{
+    return r < MPIX_GPUIC_STREAM_GROUP_MAX && ((a.group[r >> 6] >> (r & 63)) & 1u) != 0;
+}
+
+/*
+ * Publishes @p value in word @p index of rank @p r's sync block.  Orders everything this
+ * thread, and the kernels before it on the stream, wrote into any window (the producer side)
+ * before the word as seen by rank r's synchronization kernel that waits on it with sync_wait
+ * (the consumer side): a release store, system scope unless every block is on this GPU.
+ */
+__device__ static inline void sync_signal(const sync_args_t &a, int r, size_t index,
+                                          uint64_t value)
+{
+    (void)MPIX_Put_signal_device(NULL, 0, r, 0, sync_disp(index), value, MPIX_DEVICE_SIGNAL_SET,
+                                 a.sync);
+}
+
+/*
+ * Waits until word @p index of this process's own sync block reaches @p value: the acquire side
+ * of sync_signal, so this thread, and the kernels after it on the stream, see what the
+ * signalling process wrote before its signal.
+ */
+__device__ static inline void sync_wait(const sync_args_t &a, size_t index, uint64_t value)
+{
+    (void)MPIX_Signal_wait_until_device(sync_disp(index), MPIX_DEVICE_CMP_GE, value, NULL,
+                                        a.sync);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Communication: each block moves its chunk, all threads of the block together.             */
+
+extern "C" __global__ void mpix_gpuic_k_put(rma_args_t a)
+{
+    uint64_t off = (uint64_t)blockIdx.x * a.chunk;
+
+    if (off < a.bytes) {
+        uint64_t len = a.bytes - off < a.chunk ? a.bytes - off : a.chunk;
+
+        (void)MPIX_Put_device_block((const char *)(uintptr_t)a.origin + off, len, a.target,
+                                    a.disp + (int64_t)blockIdx.x * a.chunk_disp, a.win);
+    }
+}
+
+extern "C" __global__ void mpix_gpuic_k_get(rma_args_t a)
+{
+    uint64_t off = (uint64_t)blockIdx.x * a.chunk;
+
+    if (off < a.bytes) {
+        uint64_t len = a.bytes - off < a.chunk ? a.bytes - off : a.chunk;
+
+        (void)MPIX_Get_device_block((char *)(uintptr_t)a.result + off, len, a.target,
+                                    a.disp + (int64_t)blockIdx.x * a.chunk_disp, a.win);
+    }
+}
+
+extern "C" __global__ void mpix_gpuic_k_acc(rma_args_t a)
+{
+    (void)MPIX_Accumulate_device_block((const void *)(uintptr_t)a.origin, a.count,
+                                       (MPIX_Device_type)a.type, (MPIX_Device_op)a.op, a.target,
+                                       a.disp, a.win);
+}
+
+extern "C" __global__ void mpix_gpuic_k_fop(rma_args_t a)
+{
+    (void)MPIX_Fetch_and_op_device((const void *)(uintptr_t)a.origin,
+                                   (void *)(uintptr_t)a.result, (MPIX_Device_type)a.type,
+                                   (MPIX_Device_op)a.op, a.target, a.disp, a.win);
+}
+
+extern "C" __global__ void mpix_gpuic_k_cas(rma_args_t a)
+{
+    uint64_t value = *(const volatile uint64_t *)(uintptr_t)a.origin;
+    uint64_t compare = *(const volatile uint64_t *)(uintptr_t)a.compare;
+
+    (void)MPIX_Compare_and_swap_device(value, compare, (uint64_t *)(uintptr_t)a.result,
+                                       a.target, a.disp, a.win);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Completion.                                                                              */
+
+/* The flushes take the small RMA argument block: a put + flush pair copies less per launch. */
+extern "C" __global__ void mpix_gpuic_k_flush(rma_args_t a)
+{
+    (void)MPIX_Win_flush_device(a.target, a.win);
+}
+
+extern "C" __global__ void mpix_gpuic_k_flush_all(rma_args_t a)
+{
+    (void)MPIX_Win_flush_all_device(a.win);
+}
+
+extern "C" __global__ void mpix_gpuic_k_flush_local(rma_args_t a)
+{
+    (void)MPIX_Win_flush_local_device(a.target, a.win);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Epochs.  Thread t serves ranks t, t + blockDim.x, ...; every thread flushes before it      */
+/* signals, so each signal is a release of the data the previous kernels wrote.              */
+
+/*
+ * Fence: flush everything, announce epoch e to every process, wait until every process has
+ * announced e.  e is this process's own epoch counter, incremented here: a replayed graph
+ * waits for the next value each time.
+ */
+/* The counters of this process's own block (epoch, posts_to, ...) are read and written only by
+ * its own synchronization kernels, which one stream orders: plain volatile accesses suffice. */
+
+extern "C" __global__ void mpix_gpuic_k_fence(sync_args_t a)
+{
+    __shared__ uint64_t epoch;
+    volatile uint64_t *counter = a.own + MPIX_GPUIC_SYNC_EPOCH(a.nranks);
+
+    if (threadIdx.x == 0) {
+        epoch = *counter + 1;
+        *counter = epoch;
+    }
+    __syncthreads();
+    (void)MPIX_Win_flush_all_device(a.win);
+    for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
+        sync_signal(a, r, MPIX_GPUIC_SYNC_FENCE(a.nranks, a.rank), epoch);
+    }
+    for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
+        sync_wait(a, MPIX_GPUIC_SYNC_FENCE(a.nranks, r), epoch);
+    }
+    __syncthreads();
+}
+
+/* Post: tell each origin of the group that this process's window is exposed to it. */
+extern "C" __global__ void mpix_gpuic_k_post(sync_args_t a)
+{
+    for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
+        if (group_has(a, r)) {
+            volatile uint64_t *c = a.own + MPIX_GPUIC_SYNC_POSTS_TO(a.nranks, r);
+            uint64_t v = *c + 1;
+
+            *c = v;
+            sync_signal(a, r, MPIX_GPUIC_SYNC_POST(a.nranks, a.rank), v);
+        }
+    }
+}
+
+/* Start: wait for the matching post of each target of the group. */
+extern "C" __global__ void mpix_gpuic_k_start(sync_args_t a)
+{
+    for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
+        if (group_has(a, r)) {
+            volatile uint64_t *c = a.own + MPIX_GPUIC_SYNC_STARTS_FROM(a.nranks, r);
+            uint64_t v = *c + 1;
+
+            *c = v;
+            sync_wait(a, MPIX_GPUIC_SYNC_POST(a.nranks, r), v);
+        }
+    }
+    __syncthreads();
+}
+
+/* Complete: flush, then tell each target of the start group that this origin is done. */
+extern "C" __global__ void mpix_gpuic_k_complete(sync_args_t a)
+{
+    (void)MPIX_Win_flush_all_device(a.win);
+    for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
+        if (group_has(a, r)) {
+            volatile uint64_t *c = a.own + MPIX_GPUIC_SYNC_COMPLETES_TO(a.nranks, r);
+            uint64_t v = *c + 1;
+
+            *c = v;
+            sync_signal(a, r, MPIX_GPUIC_SYNC_COMPLETE(a.nranks, a.rank), v);
+        }
+    }
+}
+
+/* Wait: wait for the matching complete of each origin of the post group. */
+extern "C" __global__ void mpix_gpuic_k_wait(sync_args_t a)
+{
+    for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
+        if (group_has(a, r)) {
+            volatile uint64_t *c = a.own + MPIX_GPUIC_SYNC_WAITS_FROM(a.nranks, r);
+            uint64_t v = *c + 1;
+
+            *c = v;
+            sync_wait(a, MPIX_GPUIC_SYNC_COMPLETE(a.nranks, r), v);
+        }
+    }
+    __syncthreads();
+}
+
+/*
+ * Lock_all: become a shared holder of each target's window (its lock word counts enqueued
+ * shared holders).  Shared access is all enqueued epochs take, so nothing waits here; the count
+ * lets unlock_all detect an unlock without its lock, which a wrongly built graph can cause.
+ */
+extern "C" __global__ void mpix_gpuic_k_lock_all(sync_args_t a)
+{
+    for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
+        if (group_has(a, r)) {
+            (void)MPIX_Fetch_and_add_device(1, NULL, r, sync_disp(MPIX_GPUIC_SYNC_LOCK(a.nranks)),
+                                            a.sync);
+        }
+    }
+}
+
+/* Unlock_all: complete everything at the targets, then give the shared holds back. */
+extern "C" __global__ void mpix_gpuic_k_unlock_all(sync_args_t a)
+{
+    (void)MPIX_Win_flush_all_device(a.win);
+    for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
+        if (group_has(a, r)) {
+            int64_t old = 0;
+
+            if (MPIX_Fetch_and_add_device(-1, &old, r, sync_disp(MPIX_GPUIC_SYNC_LOCK(a.nranks)),
+                                          a.sync) == MPI_SUCCESS &&
+                old <= 0) {
+                /* undo, and report the unmatched unlock at the next host synchronization */
+                (void)MPIX_Fetch_and_add_device(1, NULL, r,
+                                                sync_disp(MPIX_GPUIC_SYNC_LOCK(a.nranks)),
+                                                a.sync);
+                (void)gpuic_dev_fail(a.win, MPI_ERR_RMA_SYNC);
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+/*
+ * mpix_gpuic_stream_layout.h - what the stream-triggered calls share between the host code that
+ * enqueues them (libmpix_gpuic), the component that owns their per-window state
+ * (osc_gpuic_stream.c) and the kernels that run them (mpix_gpuic_stream_kernels.cu).  Internal:
+ * not installed.
+ *
+ * Every process of a GPU window owns one sync block in device memory, which same-node peers
+ * map through CUDA IPC like the window memory.  Its words, all 8 bytes and only ever growing:
+ *
+ *   fence[r]        the last fence epoch rank r announced to this process
+ *   post[r]         how many MPIX_Win_post_enqueue of rank r named this process
+ *   complete[r]     how many MPIX_Win_complete_enqueue of rank r named this process
+ *   lock            shared holders of this process's window from enqueued lock_all epochs
+ *                   (it is the one word that goes down: at unlock_all)
+ *
+ * followed by words only this process touches, through its own kernels:
+ *
+ *   epoch           fence epochs this process has entered
+ *   posts_to[r]     posts it addressed to rank r
+ *   starts_from[r]  starts it made naming rank r (= the post count it expects from r)
+ *   completes_to[r] completes it addressed to rank r
+ *   waits_from[r]   waits it made naming rank r (= the complete count it expects from r)
+ *
+ * Counting, not flags, is what lets a CUDA graph replay an epoch any number of times: the
+ * kernel derives the value it waits for from its own counter, which it increments itself.
+ */
+#ifndef MPIX_GPUIC_STREAM_LAYOUT_H
+#define MPIX_GPUIC_STREAM_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mpix_gpuic_device_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Group bitmaps of the PSCW and lock_all kernels: 64 words, so ranks 0..4095. */
+#define MPIX_GPUIC_STREAM_GROUP_WORDS 64
+#define MPIX_GPUIC_STREAM_GROUP_MAX (64 * MPIX_GPUIC_STREAM_GROUP_WORDS)
+
+/* Word indices in a sync block of a window of n processes. */
+#define MPIX_GPUIC_SYNC_FENCE(n, r)        ((size_t)(r))
+#define MPIX_GPUIC_SYNC_POST(n, r)         ((size_t)(n) + (size_t)(r))
+#define MPIX_GPUIC_SYNC_COMPLETE(n, r)     (2 * (size_t)(n) + (size_t)(r))
+#define MPIX_GPUIC_SYNC_LOCK(n)            (3 * (size_t)(n))
+#define MPIX_GPUIC_SYNC_EPOCH(n)           (3 * (size_t)(n) + 1)
+#define MPIX_GPUIC_SYNC_POSTS_TO(n, r)     (3 * (size_t)(n) + 2 + (size_t)(r))
+#define MPIX_GPUIC_SYNC_STARTS_FROM(n, r)  (4 * (size_t)(n) + 2 + (size_t)(r))
+#define MPIX_GPUIC_SYNC_COMPLETES_TO(n, r) (5 * (size_t)(n) + 2 + (size_t)(r))
+#define MPIX_GPUIC_SYNC_WAITS_FROM(n, r)   (6 * (size_t)(n) + 2 + (size_t)(r))
+/** Bytes of a sync block of a window of n processes. */
+#define MPIX_GPUIC_SYNC_BYTES(n)           ((7 * (size_t)(n) + 2) * sizeof(uint64_t))
+
+/** Arguments of the RMA kernels (put, get, accumulate, fetch_and_op, compare_and_swap) and of
+ *  the flushes (win and target only). */
+typedef struct mpix_gpuic_stream_rma_args {
+    MPIX_Win_device win; /**< the window's device handle */
+    uint64_t origin;     /**< device address of the origin buffer (0: none) */
+    uint64_t result;     /**< device address of the result buffer (0: none) */
+    uint64_t compare;    /**< device address of the compare value (CAS) */
+    uint64_t bytes;      /**< put/get: bytes in all */
+    uint64_t chunk;      /**< put/get: bytes per block, a multiple of the target's disp_unit */
+    int64_t  disp;       /**< target displacement (the target's units) */
+    int64_t  chunk_disp; /**< chunk in the target's units */
+    int32_t  target;     /**< rank */
+    int32_t  count;      /**< accumulate: elements */
+    int32_t  type;       /**< accumulate family: MPIX_Device_type */
+    int32_t  op;         /**< accumulate family: MPIX_Device_op */
+} mpix_gpuic_stream_rma_args_t;
+
+/** Arguments of the synchronization kernels (fence, lock_all, PSCW). */
+typedef struct mpix_gpuic_stream_sync_args {
+    MPIX_Win_device win;  /**< the window's device handle */
+    MPIX_Win_device sync; /**< the handle of the window's sync blocks (a byte-addressed window) */
+    uint64_t *own;        /**< device address of this process's own sync block */
+    int32_t  target;      /**< unused (-1) */
+    int32_t  nranks;
+    int32_t  rank;        /**< this process */
+    int32_t  reserved;
+    /** post, start, complete, wait: the group; lock_all, unlock_all: the targets with a sync
+     *  block.  Bit r of word r / 64 for rank r. */
+    uint64_t group[MPIX_GPUIC_STREAM_GROUP_WORDS];
+} mpix_gpuic_stream_sync_args_t;
+
+/** The kernels of the embedded image, by index (names in mpix_gpuic_stream.c). */
+typedef enum mpix_gpuic_stream_kernel {
+    MPIX_GPUIC_K_PUT,
+    MPIX_GPUIC_K_GET,
+    MPIX_GPUIC_K_ACC,
+    MPIX_GPUIC_K_FOP,
+    MPIX_GPUIC_K_CAS,
+    MPIX_GPUIC_K_FLUSH,
+    MPIX_GPUIC_K_FLUSH_ALL,
+    MPIX_GPUIC_K_FLUSH_LOCAL,
+    MPIX_GPUIC_K_FENCE,
+    MPIX_GPUIC_K_LOCK_ALL,
+    MPIX_GPUIC_K_UNLOCK_ALL,
+    MPIX_GPUIC_K_POST,
+    MPIX_GPUIC_K_START,
+    MPIX_GPUIC_K_COMPLETE,
+    MPIX_GPUIC_K_WAIT,
+    MPIX_GPUIC_K_COUNT
+} mpix_gpuic_stream_kernel_t;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MPIX_GPUIC_STREAM_LAYOUT_H */

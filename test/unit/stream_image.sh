@@ -1,0 +1,34 @@
+#!/bin/bash
+# Checks the stream kernels embedded in libmpix_gpuic without a GPU: every kernel name the host
+# code launches (mpix_stream_names in mpix_gpuic_stream.c) is a kernel of
+# mpix_gpuic_stream_kernels.cu and has sm_90 code in the built fatbin, every kernel of the .cu
+# is launched by name, and the generated C array holds the fatbin byte for byte.
+# Skipped (77) in a build without the stream calls (no CUDA headers or no nvcc).
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${GPUIC_BUILD_DIR:-$top/_build}
+src="$top/ompi/mpiext/gpuic"
+fatbin="$build/ompi/mpiext/gpuic/mpix_gpuic_stream_kernels.fatbin"
+image="$build/ompi/mpiext/gpuic/mpix_gpuic_stream_image.c"
+[ -f "$fatbin" ] && [ -f "$image" ] || { echo "stream_image: no stream kernels in this build: SKIP"; exit 77; }
+
+launched=$(grep -o '= "mpix_gpuic_k_[a-z_]*"' "$src/mpix_gpuic_stream.c" | tr -d '="' | tr -d ' ' | sort)
+defined=$(grep -o 'extern "C" __global__ void mpix_gpuic_k_[a-z_]*' "$src/mpix_gpuic_stream_kernels.cu" |
+          awk '{print $NF}' | sort)
+fail=0
+[ -n "$launched" ] || { echo "no kernel names found in mpix_gpuic_stream.c"; fail=1; }
+if [ "$launched" != "$defined" ]; then
+    echo "launched and defined kernels differ:"; diff <(echo "$launched") <(echo "$defined") || true
+    fail=1
+fi
+names=$(strings "$fatbin")
+for k in $launched; do
+    grep -qx "\.nv\.info\.$k" <<<"$names" || { echo "no device code for $k in the fatbin"; fail=1; }
+done
+# the array's bytes, in order, are the fatbin's
+if ! cmp -s <(grep -o '0x[0-9a-f][0-9a-f]' "$image" | sed 's/0x//' | tr -d '\n') \
+            <(od -An -v -tx1 "$fatbin" | tr -d ' \n'); then
+    echo "the generated array differs from the fatbin"; fail=1
+fi
+[ $fail = 0 ] && echo "stream_image: PASS ($(echo "$launched" | wc -l) kernels)" || echo "stream_image: FAIL"
+exit $fail
