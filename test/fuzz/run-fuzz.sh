@@ -24,7 +24,7 @@ src=$top/opal/gpuic
 SAN=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
 "$CLANG" "${SAN[@]}" \
     -I"$src" "$top/test/fuzz/fuzz_wqe.c" "$src/gpuic_ring.c" "$src/gpuic_keytable.c" \
-    "$src/gpuic_log.c" "$src/gpuic_status.c" -o "$build/fuzz_wqe" || exit 1
+    "$src/gpuic_log.c" "$src/gpuic_status.c" "$src/gpuic_mem.c" -o "$build/fuzz_wqe" || exit 1
 # mpi.h is read for the error classes only: nothing is linked from MPI
 mpi_cflags=$(pkg-config --cflags ompi 2>/dev/null || mpicc --showme:compile)
 # shellcheck disable=SC2086
