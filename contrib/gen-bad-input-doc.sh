@@ -1,9 +1,50 @@
 #!/bin/bash
 # Regenerates docs/bad-input.md from the output of test/mpi/test_bad_input (2 ranks) on a built
 # tree (contrib/build.sh).  Fails, writing nothing, when the test fails.
+#
+# Usage: contrib/gen-bad-input-doc.sh [DEVICE_LOG]
+#   DEVICE_LOG: the output of test/device/test_device_bad_input from a GPU run, e.g.
+#   _build/test-logs/device_test_device_bad_input.np2.log after test/run-tests.sh on a GPU
+#   machine; its table becomes the "Device calls" section.  Without it the section already in
+#   docs/bad-input.md is kept.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${GPUIC_BUILD_DIR:-$top/_build}
+doc="$top/docs/bad-input.md"
+device_log=${1:-}
+begin='^BEGIN device bad-input table$' end='^END device bad-input table$'
+if [ -n "$device_log" ]; then
+    if ! grep -q "$begin" "$device_log" || ! grep -q "$end" "$device_log" ||
+       ! grep -q '^test_device_bad_input: PASS' "$device_log"; then
+        echo "gen-bad-input-doc: $device_log holds no complete, passing device table;" \
+             "docs/bad-input.md not written" >&2
+        exit 1
+    fi
+    device_section=$(
+        cat <<'DEV'
+## Device calls
+
+Generated from the output of `test/device/test_device_bad_input.cu` (2 ranks, one GPU node).
+Three windows are exposed in the middle of larger allocations: A (device memory, displacement
+unit 1, 4096 bytes), B (device memory, displacement unit 8, 1024 bytes) and H (host memory,
+4096 bytes).  Each case makes one device call from every rank towards the next one (the
+`_warp` and `_block` variants from a whole warp or block, which all get the same class).
+*got* is the class the call returned, then what `MPI_Win_flush_all` on each window reported
+next: "reported once" means the call's window returned that class and the next flush was clean,
+"clean" that no window reported anything.  *data untouched* means that every window and the 256
+guard bytes on each side of it, the origin and the result buffers are unchanged (apart from the
+8 bytes of the control put).
+
+DEV
+        sed -n "/$begin/,/$end/p" "$device_log" | grep '^|'
+        echo
+        grep '^test_device_bad_input:' "$device_log"
+    )
+elif [ -f "$doc" ] && grep -q '^## Device calls' "$doc"; then
+    device_section=$(sed -n '/^## Device calls/,$p' "$doc")
+else
+    device_section=""
+fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 export OMPI_MCA_mca_base_component_path="SYS_DEFAULT:$build/stage/lib/openmpi"
 out=$(timeout 120 mpirun --oversubscribe --bind-to none --mca osc gpuic -np 2 \
@@ -33,5 +74,10 @@ HEAD
 echo "$out" | grep '^|'
 echo
 echo "$out" | grep '^test_bad_input:'
-} >"$top/docs/bad-input.md"
+if [ -n "$device_section" ]; then
+    echo
+    echo "$device_section"
+fi
+} >"$doc.tmp"
+mv "$doc.tmp" "$doc"
 echo "wrote docs/bad-input.md"

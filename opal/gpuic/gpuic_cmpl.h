@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "gpuic_fence.h"
+#include "gpuic_health.h"
 #include "gpuic_status.h"
 
 #ifdef __cplusplus
@@ -39,7 +40,16 @@ typedef struct gpuic_cmpl_counter {
 typedef struct gpuic_cmpl {
     uint64_t error __attribute__((aligned(64))); /**< first error (a gpuic_status_t), 0 if none */
     uint32_t ntargets;                           /**< number of counters */
+    /** An error the engine declared that keeps outstanding WQEs from ever completing
+     *  (GPUIC_ERR_QUEUE_STUCK), 0 if none: waiters return it instead of waiting. */
+    int32_t engine_error;
+    /** The engine's heartbeat when it last found engine_error still true: a waiter trusts
+     *  only a confirmation made after it began waiting. */
+    uint64_t engine_error_beat;
     gpuic_cmpl_counter_t *counters;              /**< one per target */
+    /** The liveness of the engine that completes these counters, NULL if not watched
+     *  (gpuic_cmpl_watch()). */
+    gpuic_health_t *engine;
 } gpuic_cmpl_t;
 
 /** Which completion gpuic_cmpl_wait() waits for. */
@@ -76,14 +86,32 @@ void gpuic_cmpl_set_error(gpuic_cmpl_t *cmpl, gpuic_status_t status);
 /** The window's first error, GPUIC_OK when none. */
 gpuic_status_t gpuic_cmpl_error(const gpuic_cmpl_t *cmpl);
 
+/**
+ * Engine: names the health record waiters check while they wait (NULL: none).  Set when a
+ * queue feeding these counters is attached to an engine, cleared before the engine goes.
+ */
+void gpuic_cmpl_watch(gpuic_cmpl_t *cmpl, gpuic_health_t *engine);
+
+/**
+ * Engine: declares or confirms (@p status < 0) or clears (GPUIC_OK) an error that keeps
+ * outstanding WQEs from completing, found true at heartbeat @p beat (the engine confirms it on
+ * each pass while it lasts).  Waiters with work outstanding return it once it is confirmed at
+ * a heartbeat later than the start of their wait.  The engine logs it.
+ */
+void gpuic_cmpl_set_engine_error(gpuic_cmpl_t *cmpl, gpuic_status_t status, uint64_t beat);
+
 /** Reads a target's counters (each read atomically; the four are not one snapshot). */
 void gpuic_cmpl_query(const gpuic_cmpl_t *cmpl, uint32_t target, gpuic_cmpl_counter_t *out);
 
 /**
  * flush(target) / flush_local(target): waits until every WQE posted to @p target before the
  * call has completed (remotely or locally).  Spins briefly, then sleeps with growing pauses.
+ * While it sleeps it checks the engine (gpuic_cmpl_watch()): an engine whose thread exited,
+ * or whose heartbeat stood still for its stall time, ends the wait (logged once per engine);
+ * so does an engine error (gpuic_cmpl_set_engine_error()).
  * @param timeout_ns  give up after this long; 0 waits forever
- * @return GPUIC_OK, or GPUIC_ERR_TIMED_OUT, or GPUIC_ERR_INVALID_PARAM for a bad target.
+ * @return GPUIC_OK, GPUIC_ERR_TIMED_OUT, GPUIC_ERR_ENGINE_FAILED, the engine error
+ *         (GPUIC_ERR_QUEUE_STUCK), or GPUIC_ERR_INVALID_PARAM for a bad target.
  *         Failed WQEs count as completed: check gpuic_cmpl_error().
  */
 gpuic_status_t gpuic_cmpl_wait(const gpuic_cmpl_t *cmpl, uint32_t target,

@@ -70,7 +70,9 @@ static gpuic_status_t gpuic_cuda_check(CUresult r, const char *what)
     if (r == CUDA_SUCCESS) {
         return GPUIC_OK;
     }
-    gpuic_log(GPUIC_LOG_ERROR, "%s failed: %s", what, gpuic_cuda_error(r));
+    /* out of memory is the caller's to report (it knows what the memory was for) */
+    gpuic_log(r == CUDA_ERROR_OUT_OF_MEMORY ? GPUIC_LOG_DEBUG : GPUIC_LOG_ERROR, "%s failed: %s",
+              what, gpuic_cuda_error(r));
     return r == CUDA_ERROR_OUT_OF_MEMORY ? GPUIC_ERR_NO_MEMORY : GPUIC_ERR_NO_DEVICE;
 }
 

@@ -55,7 +55,11 @@ int gpuic_cuda_is_device_ptr(const void *ptr);
  */
 int gpuic_cuda_ptr_on_current_device(const void *ptr);
 
-/** Allocates @p len bytes of device memory on the current device. */
+/**
+ * Allocates @p len bytes of device memory on the current device.
+ * @return GPUIC_OK, GPUIC_ERR_NO_MEMORY (logged at debug level only: the caller reports it) or
+ *         GPUIC_ERR_NO_DEVICE.
+ */
 gpuic_status_t gpuic_cuda_mem_alloc(size_t len, void **ptr_p);
 
 /** Frees memory from gpuic_cuda_mem_alloc(). */

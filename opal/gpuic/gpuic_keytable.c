@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "gpuic_log.h"
+#include "gpuic_mem.h"
 
 /* state word of a slot: generation << 1 | live */
 #define GPUIC_KEYTABLE_LIVE 1u
@@ -56,11 +57,11 @@ gpuic_status_t gpuic_keytable_create(uint32_t size, gpuic_keytable_t **kt_p)
         gpuic_log(GPUIC_LOG_DEBUG, "key table size %u outside [1, 65536]", size);
         return GPUIC_ERR_INVALID_PARAM;
     }
-    kt = calloc(1, sizeof(*kt));
+    kt = gpuic_mem_calloc(1, sizeof(*kt));
     if (kt == NULL) {
         return GPUIC_ERR_NO_MEMORY;
     }
-    kt->slots = calloc(size, sizeof(*kt->slots));
+    kt->slots = gpuic_mem_calloc(size, sizeof(*kt->slots));
     if (kt->slots == NULL) {
         free(kt);
         return GPUIC_ERR_NO_MEMORY;

@@ -1,5 +1,6 @@
 #include "gpuic_ucx_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "gpuic_log.h"
@@ -26,8 +27,9 @@ static gpuic_status_t gpuic_mr_map(gpuic_context_t *ctx, void *addr, size_t len,
     params.flags = allocate ? UCP_MEM_MAP_ALLOCATE : 0;
     st = ucp_mem_map(ctx->context, &params, &mr->memh);
     if (st != UCS_OK) {
-        gpuic_log(GPUIC_LOG_ERROR, "ucp_mem_map of %zu bytes failed: %s", len,
-                  ucs_status_string(st));
+        /* out of memory is the caller's to report (it knows what the memory was for) */
+        gpuic_log(st == UCS_ERR_NO_MEMORY ? GPUIC_LOG_DEBUG : GPUIC_LOG_ERROR,
+                  "ucp_mem_map of %zu bytes failed: %s", len, ucs_status_string(st));
         free(mr);
         return gpuic_status_from_ucs(st);
     }
@@ -52,8 +54,41 @@ gpuic_status_t gpuic_mr_register(gpuic_context_t *ctx, void *addr, size_t len, g
     return gpuic_mr_map(ctx, addr, len, 0, mr_p);
 }
 
+/* MemAvailable of /proc/meminfo in bytes; SIZE_MAX where it cannot be read. */
+static size_t gpuic_mr_mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    unsigned long long kb = 0;
+    char line[128];
+    size_t avail = (size_t)-1;
+
+    if (f == NULL) {
+        return avail;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+            avail = kb > (size_t)-1 / 1024 ? (size_t)-1 : (size_t)kb * 1024;
+            break;
+        }
+    }
+    fclose(f);
+    return avail;
+}
+
 gpuic_status_t gpuic_mr_allocate(gpuic_context_t *ctx, size_t len, gpuic_mr_t **mr_p)
 {
+    size_t avail = gpuic_mr_mem_available();
+
+    /* UCX backs an allocated region with shared memory (SysV or POSIX) so that same-node
+     * peers can map it, and reserves all of it at once: a region larger than what the node
+     * has left fills memory until the kernel kills a process, instead of failing.  Such a
+     * request is refused before UCX sees it.  Several requests that fit one by one can still
+     * add up past the limit; this catches the ones that cannot fit at all. */
+    if (len > avail) {
+        gpuic_log(GPUIC_LOG_DEBUG, "%zu bytes asked for, %zu available on this node", len,
+                  avail);
+        return GPUIC_ERR_NO_MEMORY;
+    }
     return gpuic_mr_map(ctx, NULL, len, 1, mr_p);
 }
 

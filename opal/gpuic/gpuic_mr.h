@@ -29,6 +29,9 @@ gpuic_status_t gpuic_mr_register(gpuic_context_t *ctx, void *addr, size_t len, g
 /**
  * Allocates len > 0 bytes through UCX and registers them.  Memory UCX allocates itself can be
  * mapped directly by same-node peers (see gpuic_rkey_ptr()), which user memory often cannot.
+ * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM, GPUIC_ERR_NO_MEMORY (also, without trying, for
+ *         more than the node's available memory) or GPUIC_ERR_TRANSPORT.  Out of memory is
+ *         logged at debug level only: the caller reports it.
  */
 gpuic_status_t gpuic_mr_allocate(gpuic_context_t *ctx, size_t len, gpuic_mr_t **mr_p);
 

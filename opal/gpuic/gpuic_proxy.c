@@ -23,6 +23,13 @@
 
 typedef struct gpuic_proxy_round gpuic_proxy_round_t;
 
+/* What the proxy remembers of a ring to tell a stuck reservation from a slow one. */
+typedef struct gpuic_proxy_watch {
+    uint64_t doorbell;  /* the doorbell when last seen moving (or the ring empty) */
+    uint64_t since_ns;  /* when that was; 0: not yet seen */
+    int declared;       /* GPUIC_ERR_QUEUE_STUCK declared on the queue's counters */
+} gpuic_proxy_watch_t;
+
 /* One WQE in flight: the private copy the proxy validated and executes (an inline payload is
  * read from it, so it lives until UCX is done with the payload). */
 typedef struct gpuic_proxy_op {
@@ -95,6 +102,7 @@ typedef struct gpuic_proxy_attached {
 #ifdef GPUIC_TRACE
     gpuic_trace_view_t trace; /* the queue's trace, resolved once (NULL records: none) */
 #endif
+    gpuic_proxy_watch_t watch; /* stuck-reservation detection (gpuic_proxy_watch_queues) */
 } gpuic_proxy_attached_t;
 
 struct gpuic_proxy {
@@ -125,6 +133,14 @@ struct gpuic_proxy {
     uint64_t round_stamp;
 
     uint64_t stat_wqes, stat_errors, stat_rounds, stat_sleeps; /* atomic (read by stats) */
+
+    /* Liveness for waiters (gpuic_health.h), on a line of its own; the thread writes it. */
+    gpuic_health_t health;
+    unsigned watch_tick;                  /* passes since the queues were last watched */
+    unsigned watch_declared;              /* queues with GPUIC_ERR_QUEUE_STUCK declared at the
+                                             last watch */
+    uint32_t test_fault;                  /* gpuic_proxy_fault_t (gpuic_proxy_test_fault) */
+    uint32_t test_fault_taken;            /* the thread has reached the fault */
 };
 
 /* ---- rounds and operations ---- */
@@ -837,6 +853,123 @@ static void gpuic_proxy_drain_locked(gpuic_proxy_t *proxy)
     }
 }
 
+/* ---- liveness (gpuic_health.h) ---- */
+
+/* The stall time waiters apply: the context's timeout (0: none), but never less than a few
+ * of the longest idle pauses, during which a healthy thread does not count passes. */
+static uint64_t gpuic_proxy_stall_ns(const gpuic_proxy_t *proxy)
+{
+    uint64_t ns = (uint64_t)(gpuic_context_timeout(proxy->params.ctx) * 1e9);
+    uint64_t floor_ns = 4ull * proxy->params.max_sleep_us * 1000;
+
+    return ns == 0 ? 0 : ns < floor_ns ? floor_ns : ns;
+}
+
+/*
+ * One pass of the loop: counts the heartbeat waiters check.  False when the thread must exit
+ * at once, without draining (a test fault standing for a thread that died); a hang fault
+ * blocks here, heartbeat stopped, until it is cleared.
+ */
+static int gpuic_proxy_beat(gpuic_proxy_t *proxy)
+{
+    __atomic_store_n(&proxy->health.heartbeat,
+                     __atomic_load_n(&proxy->health.heartbeat, __ATOMIC_RELAXED) + 1,
+                     __ATOMIC_RELAXED);
+    if (__atomic_load_n(&proxy->test_fault, __ATOMIC_ACQUIRE) == GPUIC_PROXY_FAULT_NONE) {
+        return 1;
+    }
+    __atomic_store_n(&proxy->test_fault_taken, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&proxy->wake_lock);
+    for (;;) {
+        /* announced as a sleep, so that destroy's wake-up ends it: the flag is stored before
+         * stop is read, destroy stores stop before reading the flag (one of the two sees the
+         * other) */
+        __atomic_store_n(&proxy->waiter.sleeping, 1, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&proxy->test_fault, __ATOMIC_ACQUIRE) != GPUIC_PROXY_FAULT_HANG ||
+            __atomic_load_n(&proxy->stop, __ATOMIC_ACQUIRE)) {
+            break;
+        }
+        pthread_cond_wait(&proxy->wake_cond, &proxy->wake_lock);
+    }
+    __atomic_store_n(&proxy->waiter.sleeping, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&proxy->wake_lock);
+    return __atomic_load_n(&proxy->test_fault, __ATOMIC_ACQUIRE) != GPUIC_PROXY_FAULT_EXIT;
+}
+
+void gpuic_proxy_test_fault(gpuic_proxy_t *proxy, gpuic_proxy_fault_t fault)
+{
+    struct timespec pause = {0, 100000};
+
+    __atomic_store_n(&proxy->test_fault_taken, 0, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&proxy->wake_lock);
+    __atomic_store_n(&proxy->test_fault, (uint32_t)fault, __ATOMIC_RELEASE);
+    __atomic_store_n(&proxy->waiter.sleeping, 0, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&proxy->wake_cond);
+    pthread_mutex_unlock(&proxy->wake_lock);
+    /* the thread finishes the pass it is in first: wait for it to reach the fault, so that
+     * nothing posted from now on is executed (it sleeps at most its longest pause) */
+    while (fault != GPUIC_PROXY_FAULT_NONE && proxy->started &&
+           !__atomic_load_n(&proxy->test_fault_taken, __ATOMIC_ACQUIRE)) {
+        nanosleep(&pause, NULL);
+    }
+}
+
+/*
+ * Finds rings where a producer reserved slots and has not published them for the stall time
+ * (the context's timeout): the doorbell stands still below the reservation counter.  Every
+ * later commit on such a ring waits for that one, so the queue's outstanding work can never
+ * complete: its counters get GPUIC_ERR_QUEUE_STUCK, confirmed on every pass while it lasts
+ * (waiters trust only a confirmation newer than their wait), and one line is logged.  A
+ * doorbell that moves again clears it.  Caller holds ctx_lock.
+ */
+static void gpuic_proxy_watch_queues(gpuic_proxy_t *proxy)
+{
+    uint64_t stall_ns = proxy->health.stall_ns, now = 0;
+    uint64_t beat = __atomic_load_n(&proxy->health.heartbeat, __ATOMIC_RELAXED);
+    unsigned declared = 0;
+    struct timespec ts;
+
+    if (stall_ns == 0) {
+        return;
+    }
+    if (proxy->watch_declared != 0) {
+        /* this pass's count is visible before the doorbells are read (see the waiter's side
+         * in gpuic_cmpl.c): a confirmation stamped with it saw every commit made before a
+         * waiter read an older count */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    for (unsigned i = 0; i < proxy->nqueues; ++i) {
+        gpuic_proxy_attached_t *a = &proxy->queues[i];
+        gpuic_proxy_watch_t *w = &a->watch;
+        uint64_t doorbell = gpuic_ring_doorbell(a->q.ring);
+        uint64_t reserved = __atomic_load_n(&a->q.ring->reserve, __ATOMIC_RELAXED);
+
+        if (doorbell != w->doorbell || reserved == doorbell || w->since_ns == 0) {
+            if (w->declared) {
+                gpuic_cmpl_set_engine_error(a->q.cmpl, GPUIC_OK, beat);
+                w->declared = 0;
+            }
+            w->doorbell = doorbell;
+            w->since_ns = now;
+        } else if (w->declared) {
+            gpuic_cmpl_set_engine_error(a->q.cmpl, GPUIC_ERR_QUEUE_STUCK, beat);
+        } else if (now - w->since_ns >= stall_ns) {
+            gpuic_log(GPUIC_LOG_ERROR, "proxy: ring %u: %llu slot(s) reserved from sequence %llu "
+                      "not published for %.1f s: a producer stopped between reserve and commit; "
+                      "the ring's later work cannot complete", a->q.ring->id,
+                      (unsigned long long)(reserved - doorbell), (unsigned long long)doorbell,
+                      (double)stall_ns / 1e9);
+            gpuic_cmpl_set_engine_error(a->q.cmpl, GPUIC_ERR_QUEUE_STUCK, beat);
+            w->declared = 1;
+        }
+        declared += w->declared;
+    }
+    proxy->watch_declared = declared;
+}
+
 static void *gpuic_proxy_main(void *arg)
 {
     gpuic_proxy_t *proxy = arg;
@@ -846,6 +979,11 @@ static void *gpuic_proxy_main(void *arg)
     while (!__atomic_load_n(&proxy->stop, __ATOMIC_ACQUIRE)) {
         unsigned work;
         int outstanding, may_sleep = 0;
+
+        if (!gpuic_proxy_beat(proxy)) {
+            __atomic_store_n(&proxy->health.exited, 1, __ATOMIC_RELEASE);
+            return NULL;
+        }
 
         if (__atomic_load_n(&proxy->pause_requests, __ATOMIC_ACQUIRE)) {
             /* let a pauser take ctx_lock (mutexes are not fair); resume wakes us */
@@ -865,6 +1003,10 @@ static void *gpuic_proxy_main(void *arg)
         }
         gpuic_proxy_retire(proxy);
         outstanding = proxy->fifo_head != NULL;
+        /* idle passes are cheap to spend on it; busy ones only now and then */
+        if (work == 0 || proxy->watch_declared != 0 || (++proxy->watch_tick & 1023) == 0) {
+            gpuic_proxy_watch_queues(proxy);
+        }
         if (work == 0 && !outstanding && idle >= proxy->params.spin_rounds) {
             may_sleep = gpuic_proxy_sleep_prepare(proxy, 0);
             if (!may_sleep) {
@@ -896,6 +1038,7 @@ static void *gpuic_proxy_main(void *arg)
     pthread_mutex_lock(&proxy->ctx_lock);
     gpuic_proxy_drain_locked(proxy);
     pthread_mutex_unlock(&proxy->ctx_lock);
+    __atomic_store_n(&proxy->health.exited, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -926,6 +1069,7 @@ gpuic_status_t gpuic_proxy_create(const gpuic_proxy_params_t *params, gpuic_prox
     if (proxy->params.max_msg_size == 0) {
         proxy->params.max_msg_size = GPUIC_PROXY_DEFAULT_MAX_MSG;
     }
+    proxy->health.stall_ns = gpuic_proxy_stall_ns(proxy);
     pthread_mutex_init(&proxy->ctx_lock, NULL);
     pthread_mutex_init(&proxy->wake_lock, NULL);
     /* sleeps are timed on the monotonic clock: a wall-clock step must not stretch one */
@@ -970,6 +1114,7 @@ void gpuic_proxy_destroy(gpuic_proxy_t *proxy)
     for (unsigned i = 0; i < proxy->nqueues; ++i) {
         /* the ring may outlive the proxy: its commits must not call into freed memory */
         gpuic_ring_set_waiter(proxy->queues[i].q.ring, NULL);
+        gpuic_cmpl_watch(proxy->queues[i].q.cmpl, NULL);
         free(proxy->queues[i].tally_stamp);
         free(proxy->queues[i].tally_index);
     }
@@ -1017,8 +1162,12 @@ gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *
         status = GPUIC_ERR_NO_MEMORY;
         goto out_resume;
     }
+    memset(&a->watch, 0, sizeof(a->watch));
     proxy->nqueues++;
     gpuic_ring_set_waiter(queue->ring, &proxy->waiter);
+    /* the timeout may have been set since the proxy was created */
+    proxy->health.stall_ns = gpuic_proxy_stall_ns(proxy);
+    gpuic_cmpl_watch(queue->cmpl, &proxy->health);
     if (!proxy->started) {
         rc = pthread_create(&proxy->thread, NULL, gpuic_proxy_main, proxy);
         if (rc != 0) {

@@ -6,6 +6,7 @@
 
 #include "gpuic_ep.h"
 #include "gpuic_mr.h"
+#include "gpuic_proxy.h"
 #include "gpuic_wqe.h"
 
 /**
@@ -17,5 +18,20 @@
  */
 gpuic_status_t gpuic_proxy_accumulate(gpuic_ep_t *ep, const gpuic_rkey_t *rkey,
                                       const gpuic_wqe_desc_t *desc);
+
+/** Faults the proxy thread can be made to have, for tests of its waiters. */
+typedef enum gpuic_proxy_fault {
+    GPUIC_PROXY_FAULT_NONE, /**< run normally (clears a hang) */
+    GPUIC_PROXY_FAULT_EXIT, /**< return from the thread at its next pass, draining nothing,
+                                 as if it had died */
+    GPUIC_PROXY_FAULT_HANG  /**< stop at its next pass (heartbeat standing still) until the
+                                 fault is cleared or the proxy destroyed */
+} gpuic_proxy_fault_t;
+
+/**
+ * Test hook: gives the proxy thread @p fault from the next pass of its loop on; for a fault,
+ * returns once the thread has reached it (if the thread runs).
+ */
+void gpuic_proxy_test_fault(gpuic_proxy_t *proxy, gpuic_proxy_fault_t fault);
 
 #endif /* GPUIC_PROXY_INTERNAL_H */

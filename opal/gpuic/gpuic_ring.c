@@ -67,7 +67,7 @@ gpuic_status_t gpuic_ring_create(uint32_t size, uint32_t id, gpuic_ring_t **ring
         goto err_free_ring;
     }
     /* Marker 0 is no valid marker of any sequence number, so fresh slots read as unwritten. */
-    ring->markers = calloc(size, sizeof(uint64_t));
+    ring->markers = gpuic_mem_calloc(size, sizeof(uint64_t));
     if (ring->markers == NULL) {
         goto err_free_slots;
     }

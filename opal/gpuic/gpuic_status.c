@@ -16,6 +16,8 @@ const char *gpuic_status_string(gpuic_status_t status)
     case GPUIC_ERR_PEER_FAILED:   return "peer unreachable";
     case GPUIC_ERR_BAD_OPCODE:    return "unknown descriptor opcode";
     case GPUIC_ERR_NO_DEVICE:     return "no CUDA device or driver";
+    case GPUIC_ERR_ENGINE_FAILED: return "progress engine (proxy thread) failed";
+    case GPUIC_ERR_QUEUE_STUCK:   return "send queue stuck (slots reserved, never published)";
     }
     return "unknown status";
 }

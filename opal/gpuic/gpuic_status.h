@@ -27,7 +27,11 @@ typedef enum gpuic_status {
     GPUIC_ERR_TIMED_OUT     = -8,  /**< a bounded wait expired */
     GPUIC_ERR_PEER_FAILED   = -9,  /**< the peer process is unreachable */
     GPUIC_ERR_BAD_OPCODE    = -10, /**< a descriptor carries an unknown opcode */
-    GPUIC_ERR_NO_DEVICE     = -11  /**< CUDA driver or device not available */
+    GPUIC_ERR_NO_DEVICE     = -11, /**< CUDA driver or device not available */
+    GPUIC_ERR_ENGINE_FAILED = -12, /**< the progress engine (proxy thread) exited or stopped
+                                        making progress with work pending */
+    GPUIC_ERR_QUEUE_STUCK   = -13  /**< a producer reserved ring slots and never published
+                                        them: later work on that ring cannot complete */
 } gpuic_status_t;
 
 /** Returns a short constant English description of a status; never NULL. */

@@ -51,7 +51,13 @@ int ompi_osc_gpuic_gpu_allocate(ompi_osc_gpuic_module_t *module, size_t size)
         return OMPI_SUCCESS;
     }
     status = gpuic_cuda_mem_alloc(size, &module->base);
-    return status == GPUIC_OK ? OMPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (status != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: cannot allocate device memory for the "
+                  "window (%zu bytes): free device memory or ask for less",
+                  ompi_comm_rank(module->comm), module->id, size);
+        return MPI_ERR_NO_MEM;
+    }
+    return OMPI_SUCCESS;
 }
 
 bool ompi_osc_gpuic_gpu_detect(const void *base, size_t size)
@@ -227,6 +233,9 @@ int ompi_osc_gpuic_device_handle(void *m, void **handle_p)
     }
     if (gpuic_cuda_mem_alloc(len, &module->dev_handle) != GPUIC_OK ||
         gpuic_cuda_memcpy(module->dev_handle, host, len) != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: cannot allocate the device handle "
+                  "(%zu bytes of device memory): free device memory",
+                  ompi_comm_rank(module->comm), module->id, len);
         gpuic_cuda_mem_free(module->dev_handle);
         module->dev_handle = NULL;
         rc = MPI_ERR_NO_MEM;

@@ -31,7 +31,10 @@ int ompi_osc_gpuic_error(gpuic_status_t status)
     case GPUIC_ERR_TIMED_OUT:
     case GPUIC_ERR_PEER_FAILED:
     case GPUIC_ERR_BAD_OPCODE:
+    case GPUIC_ERR_QUEUE_STUCK:
         return MPI_ERR_OTHER;
+    case GPUIC_ERR_ENGINE_FAILED:
+        return MPI_ERR_INTERN;
     }
     return MPI_ERR_OTHER;
 }

@@ -118,6 +118,40 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
     free(module);
 }
 
+/* The one line for window memory that could not be had: what, how much, how to get more. */
+static void ompi_osc_gpuic_window_log_nomem(ompi_osc_gpuic_module_t *module, const char *what,
+                                            size_t bytes, const char *remedy)
+{
+    gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: cannot allocate %s (%zu bytes): %s",
+              ompi_comm_rank(module->comm), module->id, what, bytes, remedy);
+}
+
+/*
+ * Agrees on the outcome of the local steps of window creation: returns @p rc where this
+ * process failed, MPI_ERR_NO_MEM (or the failing peers' largest class) where another one did,
+ * OMPI_SUCCESS where all succeeded.  Collective over the window's communicator.
+ */
+static int ompi_osc_gpuic_window_agree(ompi_osc_gpuic_module_t *module, int rc)
+{
+    struct ompi_communicator_t *comm = module->comm;
+    /* MPI error classes are positive; Open MPI's internal codes negative */
+    int mine = rc == OMPI_SUCCESS ? 0 : rc > 0 ? rc : MPI_ERR_INTERN, worst = 0, crc;
+
+    crc = comm->c_coll->coll_allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm,
+                                       comm->c_coll->coll_allreduce_module);
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    if (crc != OMPI_SUCCESS) {
+        return crc;
+    }
+    if (worst != 0) {
+        gpuic_log(GPUIC_LOG_DEBUG, "rank %d: window %d: another process could not create its "
+                  "part (class %d)", ompi_comm_rank(comm), module->id, worst);
+    }
+    return worst;
+}
+
 /* Allgathers every process's blob; on return *all_p holds comm_size slots of *slot_p bytes. */
 static int ompi_osc_gpuic_blob_allgather(struct ompi_communicator_t *comm, const void *blob,
                                          size_t len, char **all_p, size_t *slot_p)
@@ -374,6 +408,8 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     ompi_osc_gpuic_module_t *module;
     gpuic_context_t *ctx;
     gpuic_status_t status = GPUIC_OK;
+    const char *what = "window memory";
+    size_t nomem_bytes = size;
     char *blob = NULL, *all = NULL;
     size_t blob_len = 0, slot = 0;
     char name[MPI_MAX_OBJECT_NAME];
@@ -422,10 +458,8 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     switch (flavor) {
     case MPI_WIN_FLAVOR_ALLOCATE:
         if (ompi_osc_gpuic_info_wants_device(info)) {
+            /* a failure here (logged there) is agreed on with the peers below */
             rc = ompi_osc_gpuic_gpu_allocate(module, size);
-            if (rc != OMPI_SUCCESS) {
-                goto err_destroy;
-            }
             *base = module->base;
             break;
         }
@@ -433,6 +467,7 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
         if (size > 0) {
             status = gpuic_mr_allocate(ctx, size, &module->mr);
             module->base = status == GPUIC_OK ? gpuic_mr_address(module->mr) : NULL;
+            what = "shared memory for the window";
         }
         *base = module->base;
         break;
@@ -460,33 +495,46 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
             module->gpu = true; /* cudaMalloc memory: exported through CUDA IPC, not UCX */
         } else if (size > 0) {
             status = gpuic_mr_register(ctx, module->base, size, &module->mr);
+            what = "a registration of the window's memory";
         }
         break;
     }
-    if (status == GPUIC_OK) {
+    if (rc == OMPI_SUCCESS && status == GPUIC_OK) {
         status = gpuic_mr_allocate(ctx, ompi_osc_gpuic_state_size(n), &module->state_mr);
+        what = "shared memory for the window's state";
+        nomem_bytes = ompi_osc_gpuic_state_size(n);
     }
-    if (status != GPUIC_OK) {
+    if (rc == OMPI_SUCCESS && status != GPUIC_OK) {
         rc = ompi_osc_gpuic_error(status);
-        goto err_destroy;
+        if (status == GPUIC_ERR_NO_MEMORY) {
+            ompi_osc_gpuic_window_log_nomem(module, what, nomem_bytes,
+                                            "free memory, ask for less, or raise the locked-"
+                                            "memory limit (ulimit -l) and the shared-memory "
+                                            "limits (/dev/shm size, kernel.shmmax)");
+        }
     }
-    module->state = gpuic_mr_address(module->state_mr);
-    memset(module->state, 0, ompi_osc_gpuic_state_size(n));
-
-    module->peers = calloc(n, sizeof(*module->peers));
-    module->start_member = calloc(n, 1);
-    module->posts_seen = calloc(n, sizeof(uint64_t));
-    module->completes_seen = calloc(n, sizeof(uint64_t));
+    if (rc == OMPI_SUCCESS) {
+        module->state = gpuic_mr_address(module->state_mr);
+        memset(module->state, 0, ompi_osc_gpuic_state_size(n));
+        module->peers = calloc(n, sizeof(*module->peers));
+        module->start_member = calloc(n, 1);
+        module->posts_seen = calloc(n, sizeof(uint64_t));
+        module->completes_seen = calloc(n, sizeof(uint64_t));
+        if (module->peers == NULL || module->start_member == NULL ||
+            module->posts_seen == NULL || module->completes_seen == NULL) {
+            rc = MPI_ERR_NO_MEM;
+        }
+    }
     module->post_n = -1;
-    if (module->peers == NULL || module->start_member == NULL || module->posts_seen == NULL ||
-        module->completes_seen == NULL) {
-        rc = MPI_ERR_NO_MEM;
-        goto err_destroy;
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_blob_build(module, ctx, &blob, &blob_len);
     }
-    /* A local failure before the allgathers leaves the peers waiting in them: window creation
-     * is collective, and MPI gives no way to report one rank's failure to the others. */
-    rc = ompi_osc_gpuic_blob_build(module, ctx, &blob, &blob_len);
+    /* Window creation is collective and MPI gives no way to report one process's failure to
+     * the others: every process learns whether all could get their memory before the
+     * allgathers, and all fail together (nobody is left waiting in them). */
+    rc = ompi_osc_gpuic_window_agree(module, rc);
     if (rc != OMPI_SUCCESS) {
+        free(blob);
         goto err_destroy;
     }
     rc = ompi_osc_gpuic_blob_allgather(module->comm, blob, blob_len, &all, &slot);
