@@ -123,7 +123,9 @@ static int ref_resolve(MPIX_Win_device win, int target)
         return MPI_ERR_RANK;
     }
     p = &win->peers[target];
-    if (p->path != MPIX_GPUIC_DEVICE_PATH_P2P) {
+    /* the proxy path needs the window's device queue */
+    if (p->path != MPIX_GPUIC_DEVICE_PATH_P2P &&
+        !(p->path == MPIX_GPUIC_DEVICE_PATH_PROXY && win->queue != NULL)) {
         return p->size == 0 ? MPI_ERR_RMA_RANGE : MPI_ERR_UNSUPPORTED_OPERATION;
     }
     return MPI_SUCCESS;
@@ -301,6 +303,8 @@ static MPIX_Win_device window_build(input_t *in, peer_shadow_t *shadow, int *nra
     win->error_word = NULL;
     win->flags = handle & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU;
     win->reserved = 0;
+    /* a queue is never touched by the checks: any non-NULL address stands for one */
+    win->queue = (handle & 0x20) ? (MPIX_Gpuic_device_queue *)(uintptr_t)0x1000 : NULL;
     for (int i = 0; i < nranks; ++i) {
         MPIX_Gpuic_device_peer *p = &win->peers[i];
         uint8_t kind = (uint8_t)input_take(in, 1);
@@ -310,7 +314,7 @@ static MPIX_Win_device window_build(input_t *in, peer_shadow_t *shadow, int *nra
                   : kind % 4 == 3 ? (int32_t)(kind >> 2) - 32
                                   : MPIX_GPUIC_DEVICE_PATH_P2P;
         p->flags = kind >> 7;
-        p->reserved = 0;
+        p->key = 0;
         shadow[i].mem = NULL;
         if (kind & 0x10) {
             /* fake: any size, a base above the null page that keeps base + size inside the
