@@ -77,6 +77,7 @@ mkdir -p "$work/src"
     fail "apt-get source openmpi: Debian's sources could not be fetched (see $work/apt.log)"
 src=$(find "$work/src" -mindepth 1 -maxdepth 1 -type d -name 'openmpi-*' | head -1)
 [ -n "$src" ] && [ -f "$src/VERSION" ] || fail "no unpacked openmpi-* directory in $work/src"
+# shellcheck disable=SC1091,SC2154 # VERSION is a shell fragment that sets major, minor, release
 ompi_version=$(. "$src/VERSION" && echo "$major.$minor.$release")
 case $ompi_version in
     4.1.*) ;;
