@@ -5,7 +5,7 @@ set -e
 # The last line: real users of MPI RMA that the tests run unchanged (Global Arrays' static
 # library needs ScaLAPACK without depending on it).
 PKGS="build-essential autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin libucx-dev
-      libibverbs-dev python3 valgrind
+      libibverbs-dev python3 valgrind groff-base
       python3-mpi4py python3-numpy libarmci-mpi-dev libglobalarrays-dev libscalapack-openmpi-dev"
 missing=""
 for p in $PKGS; do
