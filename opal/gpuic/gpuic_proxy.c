@@ -611,7 +611,7 @@ static unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
      * time it is read after a commit */
     limits = __builtin_alloca(proxy->nqueues * sizeof(*limits));
     for (unsigned i = 0; i < proxy->nqueues; ++i) {
-        limits[i] = gpuic_ring_doorbell(proxy->queues[i].q.ring);
+        limits[i] = gpuic_ring_published(proxy->queues[i].q.ring);
         if (limits[i] != gpuic_ring_read_index(proxy->queues[i].q.ring)) {
             consumed = 1;
         }
@@ -946,6 +946,12 @@ static void gpuic_proxy_watch_queues(gpuic_proxy_t *proxy)
         gpuic_proxy_watch_t *w = &a->watch;
         uint64_t doorbell = gpuic_ring_doorbell(a->q.ring);
         uint64_t reserved = __atomic_load_n(&a->q.ring->reserve, __ATOMIC_RELAXED);
+
+        if (a->q.ring->publish_by_marker) {
+            /* its producers reserve in GPU memory, out of the host's sight; they bound their
+             * own waits (the device queue's timeout) */
+            continue;
+        }
 
         if (doorbell != w->doorbell || reserved == doorbell || w->since_ns == 0) {
             if (w->declared) {

@@ -164,6 +164,17 @@ uint64_t gpuic_ring_doorbell(const gpuic_ring_t *ring)
     return gpuic_atomic_load_acquire_u64(&ring->doorbell);
 }
 
+uint64_t gpuic_ring_published(const gpuic_ring_t *ring)
+{
+    uint64_t seq;
+
+    if (!ring->publish_by_marker) {
+        return gpuic_ring_doorbell(ring);
+    }
+    seq = gpuic_atomic_load_relaxed_u64(&ring->cursor);
+    return gpuic_ring_slot_marker(ring, seq) == gpuic_ring_marker(seq, 0) ? seq + ring->size : seq;
+}
+
 uint64_t gpuic_ring_consumer_index(const gpuic_ring_t *ring)
 {
     return gpuic_atomic_load_relaxed_u64(&ring->consumer);

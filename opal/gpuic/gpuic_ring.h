@@ -96,6 +96,15 @@ typedef struct gpuic_ring {
     gpuic_ring_waiter_t *waiter;
     /** The ring lives in memory its creator provided (gpuic_ring_create_at()). */
     uint32_t external;
+    /**
+     * Producers publish each WQE by storing its head marker last (after its slots and
+     * continuation markers, with a fence between) instead of advancing the doorbell: the
+     * consumer takes the WQE at its read index as soon as that marker is there.  For GPU
+     * producers, whose doorbell advances would have to wait for one another in reservation
+     * order (a chain of device-memory round trips across thousands of threads); the doorbell
+     * record is then unused.  Set by the creator before any producer runs.
+     */
+    uint32_t publish_by_marker;
 } gpuic_ring_t;
 
 /**
@@ -301,6 +310,14 @@ void gpuic_ring_consume(gpuic_ring_t *ring, unsigned nbb);
 
 /** Consumer: the doorbell record now (every slot below it is published). */
 uint64_t gpuic_ring_doorbell(const gpuic_ring_t *ring);
+
+/**
+ * Consumer: the bound to give gpuic_ring_peek_below() now: the doorbell record, or for a ring
+ * that publishes by marker, a whole ring ahead of the read index when the WQE there is
+ * published (the peek then stops at the first WQE whose head marker is missing), else the
+ * read index itself (nothing to read).
+ */
+uint64_t gpuic_ring_published(const gpuic_ring_t *ring);
 
 /** Consumer: the consumer index (every slot below it is free for producers again). */
 uint64_t gpuic_ring_consumer_index(const gpuic_ring_t *ring);

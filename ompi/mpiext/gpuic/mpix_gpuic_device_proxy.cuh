@@ -13,9 +13,13 @@
  *     device memory (device atomics on pinned host memory are not allowed over PCIe);
  *     reservations are checked against the proxy's completion index, not its read index, so
  *     a slot's staging area stays the producer's until the entry using it has completed;
- *  2. write the entry's 64-byte blocks into the mapped slots, fence, store the valid markers;
- *  3. commit: wait until every earlier reservation is published (a device-memory copy of the
- *     doorbell), store the host doorbell record, then release the device copy;
+ *  2. write the entry's 64-byte blocks into the mapped slots, and the valid markers of its
+ *     continuation blocks;
+ *  3. publish: one system-scope fence, then the head marker of each entry.  The ring
+ *     publishes by marker (gpuic_ring_t.publish_by_marker): the proxy takes the entry at its
+ *     read index as soon as that marker is there, so producers never wait for one another
+ *     (a doorbell advanced in reservation order would chain every producer behind the
+ *     slowest);
  *  4. complete: the proxy stores its completion index (pinned host memory) after each round;
  *     a thread waiting for an entry, a result or a flush reads it with system-scope acquire.
  * Payloads of up to GPUIC_WQE_MAX_INLINE bytes travel inside the entry; larger ones, and
@@ -31,9 +35,9 @@
 #define GPUIC_DEV_PROXY_BATCH 8u
 
 /*
- * Orders a GPU thread's stores to the mapped queue (payload in staging, slot words, markers)
- * before its later stores there (markers, the doorbell record), for the proxy thread on the
- * host, which reads them in the reverse order with acquire loads.
+ * Orders a GPU thread's stores to the mapped queue (payload in staging, slot words,
+ * continuation markers) before its later stores there (head markers), for the proxy thread
+ * on the host, which reads a head marker with an acquire load before the rest.
  */
 __device__ static inline void gpuic_dev_fence_wqe_to_proxy(void)
 {
@@ -53,8 +57,8 @@ __device__ static inline uint64_t gpuic_dev_proxy_load_done(const uint64_t *done
     return v;
 }
 
-/* Device-scope acquire load and release store/max of the queue's producer words: they order
- * GPU producers among themselves (all on this GPU). */
+/* Device-scope acquire load and release max of the queue's producer words: they order GPU
+ * producers among themselves (all on this GPU). */
 __device__ static inline unsigned long long gpuic_dev_proxy_ld_acquire(
     const unsigned long long *p)
 {
@@ -64,11 +68,6 @@ __device__ static inline unsigned long long gpuic_dev_proxy_ld_acquire(
     return v;
 }
 
-__device__ static inline void gpuic_dev_proxy_st_release(unsigned long long *p,
-                                                         unsigned long long v)
-{
-    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
 
 __device__ static inline void gpuic_dev_proxy_max_release(unsigned long long *p,
                                                           unsigned long long v)
@@ -113,7 +112,7 @@ __device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t, u
 {
     MPIX_Gpuic_device_queue *q = t->queue;
     uint64_t t0 = 0;
-    unsigned pause = 0;
+    unsigned polls = 0, pause = 0;
 
     for (;;) {
         uint64_t done;
@@ -129,10 +128,11 @@ __device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t, u
         if (gpuic_dev_proxy_timed_out(q, &t0)) {
             return gpuic_dev_fail(t->win, MPI_ERR_OTHER);
         }
-        if (pause != 0) {
+        /* a lone waiter polls flat out for a while (its latency is the figure that counts) */
+        if (++polls > 16) {
             __nanosleep(pause);
+            pause = pause < 2048 ? pause + 64 : pause;
         }
-        pause = pause < 2048 ? pause + 64 : pause;
     }
 }
 
@@ -172,10 +172,9 @@ __device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t
 }
 
 /*
- * Copies an entry of @p nbb blocks into the slots from @p seq on, and its valid markers.  No
- * fence between the two: the proxy reads neither before the doorbell record covers them, and
- * the one system-scope fence of the commit orders both before that record (a fence over PCIe
- * waits for the writes to be acknowledged: it is the costliest step of a post).
+ * Copies an entry of @p nbb blocks into the slots from @p seq on, and the valid markers of
+ * its continuation blocks.  The proxy reads none of it before the entry's head marker, which
+ * gpuic_dev_proxy_publish() stores after a fence.
  */
 __device__ static inline void gpuic_dev_proxy_write(MPIX_Gpuic_device_queue *q, uint64_t seq,
                                                     const gpuic_wqe_t *wqe, unsigned nbb)
@@ -190,28 +189,34 @@ __device__ static inline void gpuic_dev_proxy_write(MPIX_Gpuic_device_queue *q, 
             slot[i] = src[i];
         }
     }
-    for (unsigned b = 0; b < nbb; ++b) {
-        *(volatile uint64_t *)&q->markers[(seq + b) & mask] = gpuic_ring_marker(seq + b, b);
+    for (unsigned b = 1; b < nbb; ++b) {
+        *(volatile uint64_t *)&q->markers[(seq + b) & mask] = gpuic_ring_marker(seq + b, 1);
     }
 }
 
-/* Publishes the @p n slots reserved at @p start, in reservation order. */
-__device__ static inline void gpuic_dev_proxy_commit(MPIX_Gpuic_device_queue *q, uint64_t start,
-                                                     unsigned n)
+/*
+ * Publishes @p count entries of @p nbb blocks each, written from @p first on: one fence (a
+ * system-scope fence over PCIe waits for the writes before it to be acknowledged: the
+ * costliest step of a post), then their head markers.
+ */
+__device__ static inline void gpuic_dev_proxy_publish(MPIX_Gpuic_device_queue *q, uint64_t first,
+                                                      unsigned count, unsigned nbb)
 {
-    gpuic_dev_fence_wqe_to_proxy(); /* slots, markers and staged payloads before the record */
-    while (gpuic_dev_proxy_ld_acquire(&q->doorbell) != start) {
+    uint64_t mask = q->size - 1;
+
+    gpuic_dev_fence_wqe_to_proxy();
+    for (unsigned i = 0; i < count; ++i) {
+        uint64_t seq = first + (uint64_t)i * nbb;
+
+        *(volatile uint64_t *)&q->markers[seq & mask] = gpuic_ring_marker(seq, 0);
     }
-    *(volatile uint64_t *)q->doorbell_host = start + n;
-    /* the host record's store before the next producer's (same GPU, so device scope) */
-    gpuic_dev_proxy_st_release(&q->doorbell, start + n);
 }
 
 /*
  * gpuic_dev_proxy_reserve() for the lanes of a warp that call it together with the same queue
  * and entry size: one lane reserves for all of them (one compare-and-swap instead of up to 32
  * contending ones) and each takes its share.  *seq_p is the calling lane's first slot;
- * *first_p and *total_p the group's, for gpuic_dev_proxy_commit_warp().  Lanes that differ in
+ * *first_p and *total_p the group's, for gpuic_dev_proxy_publish_warp().  Lanes that differ in
  * queue or size form groups of their own.
  */
 __device__ static inline int gpuic_dev_proxy_reserve_warp(const MPIX_Device_target *t,
@@ -237,21 +242,22 @@ __device__ static inline int gpuic_dev_proxy_reserve_warp(const MPIX_Device_targ
     return rc;
 }
 
-/* Publishes a group's slots once every lane of it has written its entry. */
-__device__ static inline void gpuic_dev_proxy_commit_warp(MPIX_Gpuic_device_queue *q,
-                                                          uint64_t first, unsigned total)
+/* Publishes a group's entries (@p nbb blocks each) once every lane of it has written its own. */
+__device__ static inline void gpuic_dev_proxy_publish_warp(MPIX_Gpuic_device_queue *q,
+                                                           uint64_t first, unsigned total,
+                                                           unsigned nbb)
 {
     unsigned active = __activemask();
     unsigned long long key = first;
     unsigned group = __match_any_sync(active, key);
     unsigned lane = threadIdx.x & 31u;
 
-    /* the lanes' slot and marker stores happen before the leader's fence through the warp
-     * barrier, and the leader's system-scope fence orders everything that happens before it
-     * ahead of its doorbell store: one fence for the whole group */
+    /* the lanes' slot stores happen before the leader's fence through the warp barrier, and
+     * a fence orders everything that happens before it ahead of the leader's later stores:
+     * one fence for the whole group */
     __syncwarp(group);
     if (lane == (unsigned)__ffs(group) - 1) {
-        gpuic_dev_proxy_commit(q, first, total);
+        gpuic_dev_proxy_publish(q, first, total / nbb, nbb);
     }
     __syncwarp(group);
 }
@@ -307,7 +313,7 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
         h = gpuic_dev_proxy_hdr(t, seq);
         gpuic_wqe_build_put_inline(&wqe, &h, origin, (uint32_t)bytes, raddr, t->key);
         gpuic_dev_proxy_write(q, seq, &wqe, nbb);
-        gpuic_dev_proxy_commit_warp(q, first, total);
+        gpuic_dev_proxy_publish_warp(q, first, total, nbb);
         return MPI_SUCCESS;
     }
     for (size_t off = 0; off < bytes;) {
@@ -330,7 +336,7 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
             gpuic_dev_proxy_write(q, seq + i, &wqe, 1);
             off += len;
         }
-        gpuic_dev_proxy_commit(q, seq, n);
+        gpuic_dev_proxy_publish(q, seq, n, 1);
     }
     return MPI_SUCCESS;
 }
@@ -363,7 +369,7 @@ __device__ static inline int gpuic_dev_proxy_get(const MPIX_Device_target *t, vo
             gpuic_dev_proxy_write(q, seq + i, &wqe, 1);
             pos += len;
         }
-        gpuic_dev_proxy_commit(q, seq, n);
+        gpuic_dev_proxy_publish(q, seq, n, 1);
         rc = gpuic_dev_proxy_wait(t, seq + n);
         if (rc != MPI_SUCCESS) {
             return rc;
@@ -399,7 +405,7 @@ __device__ static inline int gpuic_dev_proxy_atomic(const MPIX_Device_target *t,
     stage = gpuic_dev_proxy_stage(q, seq, &host);
     gpuic_wqe_build_atomic(&wqe, &h, opcode, swap_add, compare, host, 0, raddr, t->key);
     gpuic_dev_proxy_write(q, seq, &wqe, 1);
-    gpuic_dev_proxy_commit(q, seq, 1);
+    gpuic_dev_proxy_publish(q, seq, 1, 1);
     rc = gpuic_dev_proxy_wait(t, seq + 1);
     if (rc == MPI_SUCCESS) {
         /* the proxy writes the old value in host byte order */
@@ -445,7 +451,7 @@ __device__ static inline int gpuic_dev_proxy_put_signal(const MPIX_Device_target
     gpuic_wqe_build_put_signal(&wqe, &h, host, 0, (uint32_t)last, raddr + head, t->key,
                                sig_raddr, t->key, sig_op, value);
     gpuic_dev_proxy_write(q, seq, &wqe, 2);
-    gpuic_dev_proxy_commit(q, seq, 2);
+    gpuic_dev_proxy_publish(q, seq, 1, 2);
     return MPI_SUCCESS;
 }
 
@@ -510,7 +516,7 @@ __device__ static inline int gpuic_dev_proxy_accumulate(const MPIX_Device_target
         gpuic_wqe_build_accumulate(&wqe, &h, op, type, (uint32_t)n, (uint32_t)esize, host, 0,
                                    raddr + done * esize, t->key);
         gpuic_dev_proxy_write(q, seq, &wqe, 1);
-        gpuic_dev_proxy_commit(q, seq, 1);
+        gpuic_dev_proxy_publish(q, seq, 1, 1);
         done += n;
     }
     return MPI_SUCCESS;

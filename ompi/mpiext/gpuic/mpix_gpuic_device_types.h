@@ -55,20 +55,18 @@ typedef struct MPIX_Gpuic_device_peer {
 
 /**
  * The window's device queue: a ring of work-queue entries in pinned host memory mapped into
- * the device, drained by the process's proxy thread.  The first three words are producer
+ * the device, drained by the process's proxy thread.  The first two words are producer
  * state in device memory (device atomics are not allowed on pinned host memory over PCIe),
  * each on its own line; the rest is read-only.
  */
 typedef struct MPIX_Gpuic_device_queue {
     unsigned long long reserve;       /**< next sequence number to reserve */
     uint64_t pad0[7];
-    unsigned long long doorbell;      /**< published below this (ordering among producers) */
-    uint64_t pad1[7];
     unsigned long long done_seen;     /**< highest completion index a producer has read */
-    uint64_t pad2[7];
+    uint64_t pad1[7];
     uint64_t *slots;          /**< device address of the ring's 64-byte slots */
-    uint64_t *markers;        /**< device address of the ring's valid markers */
-    uint64_t *doorbell_host;  /**< device address of the ring's doorbell record */
+    uint64_t *markers;        /**< device address of the ring's valid markers (entries are
+                                   published by their head marker) */
     const uint64_t *done;     /**< device address of the proxy's completion index */
     char     *stage;          /**< device address of the staging area, stage_bytes per slot */
     uint64_t stage_host;      /**< host address of the same area (WQE local addresses) */

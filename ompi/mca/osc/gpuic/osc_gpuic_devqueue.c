@@ -193,8 +193,12 @@ static int ompi_osc_gpuic_devqueue_alloc(ompi_osc_gpuic_module_t *module,
     }
     q->block_dev = dev;
     q->done = (uint64_t *)((char *)q->block + ring_len);
-    if (gpuic_ring_create_at(q->block, ring_len, slots, (uint32_t)module->id, &q->ring) !=
-            GPUIC_OK ||
+    if (gpuic_ring_create_at(q->block, ring_len, slots, (uint32_t)module->id, &q->ring) ==
+        GPUIC_OK) {
+        /* GPU threads publish each entry by its head marker (mpix_gpuic_device_proxy.cuh) */
+        q->ring->publish_by_marker = 1;
+    }
+    if (q->ring == NULL ||
         gpuic_keytable_create((uint32_t)(n < 65536 ? n : 65536), &q->keys) != GPUIC_OK ||
         gpuic_cmpl_create((uint32_t)n, &q->cmpl) != GPUIC_OK) {
         return MPI_ERR_NO_MEM;
@@ -213,7 +217,6 @@ static int ompi_osc_gpuic_devqueue_publish(ompi_osc_gpuic_devqueue_t *q)
     memset(&d, 0, sizeof(d));
     d.slots = (uint64_t *)(b + ((char *)q->ring->slots - (char *)q->block));
     d.markers = (uint64_t *)(b + ((char *)q->ring->markers - (char *)q->block));
-    d.doorbell_host = (uint64_t *)(b + ((char *)&q->ring->doorbell - (char *)q->block));
     d.done = (const uint64_t *)(b + ring_len);
     d.stage = b + ring_len + OMPI_OSC_GPUIC_DONE_LINE;
     d.stage_host = (uint64_t)(uintptr_t)((char *)q->block + ring_len + OMPI_OSC_GPUIC_DONE_LINE);
@@ -335,19 +338,25 @@ int ompi_osc_gpuic_devqueue_drain(ompi_osc_gpuic_module_t *module)
     if (q == NULL || !q->attached) {
         return OMPI_SUCCESS;
     }
-    /* what device code published (finished kernels published all they posted) */
-    published = gpuic_ring_doorbell(q->ring);
-    while ((int64_t)(__atomic_load_n(q->done, __ATOMIC_ACQUIRE) - published) < 0) {
+    /* Finished kernels have published all they posted: done once the proxy has nothing
+     * published left to read (gpuic_ring_published() is its read index) and has completed
+     * everything it read. */
+    for (;;) {
+        published = gpuic_ring_published(q->ring);
+        if (published == gpuic_ring_read_index(q->ring) &&
+            (int64_t)(__atomic_load_n(q->done, __ATOMIC_ACQUIRE) - published) >= 0) {
+            return OMPI_SUCCESS;
+        }
         /* the proxy thread does the work: nothing to progress here */
         status = gpuic_context_wait_round(mca_osc_gpuic_component.ctx, &wait, 0);
         if (status != GPUIC_OK) {
-            gpuic_log(GPUIC_LOG_ERROR, "rank %d: device queue of window %d: %" PRIu64
-                      " entries not completed by the proxy", ompi_osc_gpuic_rank(module),
-                      module->id, published - __atomic_load_n(q->done, __ATOMIC_ACQUIRE));
+            gpuic_log(GPUIC_LOG_ERROR, "rank %d: device queue of window %d: entries not "
+                      "completed by the proxy (read up to %" PRIu64 ", complete below %" PRIu64
+                      ")", ompi_osc_gpuic_rank(module), module->id,
+                      gpuic_ring_read_index(q->ring), __atomic_load_n(q->done, __ATOMIC_ACQUIRE));
             return MPI_ERR_OTHER;
         }
     }
-    return OMPI_SUCCESS;
 }
 
 int ompi_osc_gpuic_devqueue_quiesce(ompi_osc_gpuic_module_t *module)
