@@ -205,22 +205,27 @@ static gpuic_status_t gpuic_cuda_ensure_context(void)
     return gpuic_cuda_check(gpuic_cuda.ctx_set_current(ctx), "cuCtxSetCurrent");
 }
 
-gpuic_status_t gpuic_cuda_init(void)
+/* Loads the driver once; no context is made current (that is gpuic_cuda_ensure_context's). */
+static gpuic_status_t gpuic_cuda_load_once(void)
 {
     pthread_mutex_lock(&gpuic_cuda_lock);
     if (gpuic_cuda_loaded == 0) {
         gpuic_cuda_loaded = gpuic_cuda_load();
     }
     pthread_mutex_unlock(&gpuic_cuda_lock);
-    if (gpuic_cuda_loaded < 0) {
-        return GPUIC_ERR_NO_DEVICE;
-    }
-    return gpuic_cuda_ensure_context();
+    return gpuic_cuda_loaded > 0 ? GPUIC_OK : GPUIC_ERR_NO_DEVICE;
+}
+
+gpuic_status_t gpuic_cuda_init(void)
+{
+    gpuic_status_t status = gpuic_cuda_load_once();
+
+    return status == GPUIC_OK ? gpuic_cuda_ensure_context() : status;
 }
 
 gpuic_status_t gpuic_cuda_device_count(int *count_p)
 {
-    gpuic_status_t status = gpuic_cuda_init();
+    gpuic_status_t status = gpuic_cuda_load_once();
 
     *count_p = 0;
     if (status != GPUIC_OK) {
@@ -236,14 +241,10 @@ gpuic_status_t gpuic_cuda_device_bind(int ordinal)
     int count = 0;
     gpuic_status_t status;
 
-    /* Loading only: gpuic_cuda_init() would make a context current that is then replaced. */
-    pthread_mutex_lock(&gpuic_cuda_lock);
-    if (gpuic_cuda_loaded == 0) {
-        gpuic_cuda_loaded = gpuic_cuda_load();
-    }
-    pthread_mutex_unlock(&gpuic_cuda_lock);
-    if (gpuic_cuda_loaded < 0) {
-        return GPUIC_ERR_NO_DEVICE;
+    /* loading only: gpuic_cuda_init() would make a context current that is then replaced */
+    status = gpuic_cuda_load_once();
+    if (status != GPUIC_OK) {
+        return status;
     }
     status = gpuic_cuda_check(gpuic_cuda.device_get_count(&count), "cuDeviceGetCount");
     if (status != GPUIC_OK) {
