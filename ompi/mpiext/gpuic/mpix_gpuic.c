@@ -53,10 +53,10 @@ static int mpix_gpuic_device_requested(void)
 {
     const void *value = NULL;
     const char *env;
-    int index = mca_base_var_find("ompi", "osc", "gpuic", "device");
+    int index = -1;
 
-    if (index >= 0 && mca_base_var_get_value(index, &value, NULL, NULL) == OPAL_SUCCESS &&
-        value != NULL) {
+    if (mca_base_var_find_by_name("osc_gpuic_device", &index) == OPAL_SUCCESS &&
+        mca_base_var_get_value(index, &value, NULL, NULL) == OPAL_SUCCESS && value != NULL) {
         return *(const int *)value;
     }
     env = getenv("OMPI_MCA_osc_gpuic_device");
