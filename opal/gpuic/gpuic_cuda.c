@@ -190,8 +190,8 @@ static gpuic_status_t gpuic_cuda_ensure_context(void)
     }
     ordinal = gpuic_cuda_device_pick(requested, local_rank, count);
     if (ordinal < 0) {
-        gpuic_log(GPUIC_LOG_ERROR, "device %d asked for (osc_gpuic_device), but %d device(s) "
-                  "are visible", requested, count);
+        gpuic_log(GPUIC_LOG_ERROR, "device %d asked for, but %d device(s) are visible",
+                  requested, count);
         return GPUIC_ERR_NO_DEVICE;
     }
     if (gpuic_cuda.device_get(&dev, ordinal) != CUDA_SUCCESS ||
@@ -267,18 +267,6 @@ gpuic_status_t gpuic_cuda_device_bind(int ordinal)
         /* an explicit binding replaces whatever context was seen first */
         __atomic_store_n(&gpuic_cuda_home_ctx, ctx, __ATOMIC_RELEASE);
     }
-    return status;
-}
-
-gpuic_status_t gpuic_cuda_device_current(int *ordinal_p)
-{
-    CUdevice dev = 0;
-    gpuic_status_t status = gpuic_cuda_init();
-
-    if (status == GPUIC_OK) {
-        status = gpuic_cuda_check(gpuic_cuda.ctx_get_device(&dev), "cuCtxGetDevice");
-    }
-    *ordinal_p = status == GPUIC_OK ? (int)dev : -1;
     return status;
 }
 
@@ -641,11 +629,6 @@ gpuic_status_t gpuic_cuda_device_count(int *count_p)
     return GPUIC_ERR_NO_DEVICE;
 }
 gpuic_status_t gpuic_cuda_device_bind(int ordinal) { (void)ordinal; return GPUIC_ERR_NO_DEVICE; }
-gpuic_status_t gpuic_cuda_device_current(int *ordinal_p)
-{
-    *ordinal_p = -1;
-    return GPUIC_ERR_NO_DEVICE;
-}
 int gpuic_cuda_is_device_ptr(const void *ptr) { (void)ptr; return 0; }
 gpuic_status_t gpuic_cuda_mem_alloc(size_t len, void **ptr_p)
 {

@@ -74,13 +74,6 @@ gpuic_status_t gpuic_cuda_device_count(int *count_p);
  */
 gpuic_status_t gpuic_cuda_device_bind(int ordinal);
 
-/**
- * The ordinal of the device of the calling thread's current context (gpuic_cuda_init() makes
- * one current when none is).
- * @return GPUIC_OK, or GPUIC_ERR_NO_DEVICE.
- */
-gpuic_status_t gpuic_cuda_device_current(int *ordinal_p);
-
 /** True once gpuic_cuda_init() succeeded in this process. */
 int gpuic_cuda_available(void);
 
