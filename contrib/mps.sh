@@ -3,6 +3,8 @@
 # kernels are time-sliced and a cross-process spin-wait takes milliseconds).
 #   eval "$(contrib/mps.sh start)"   # prints the exports to use; starts MPS when there is
 #                                     # exactly one GPU and no daemon of ours runs yet
+#                                     # (GPUIC_MPS_ANY_GPUS=1: whatever the GPU count, for
+#                                     # more ranks than GPUs)
 #   contrib/mps.sh stop              # stops the daemon this script started, and waits for it
 set -u
 pipe=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/gpuic-mps}
@@ -19,7 +21,8 @@ wait_gone() {
 case ${1:-} in
 start)
     command -v nvidia-cuda-mps-control >/dev/null 2>&1 || exit 0
-    [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -eq 1 ] || exit 0
+    [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -eq 1 ] || [ "${GPUIC_MPS_ANY_GPUS:-0}" = 1 ] ||
+        exit 0
     if [ -f "$pipe/.started-by-gpuic" ] && pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1; then
         echo "$exports" # ours, still running
         exit 0

@@ -6,7 +6,10 @@
 #
 # Environment: GPUIC_BUILD_DIR (default _build), GPUIC_TEST_KINDS (default "unit mpi device"),
 # GPUIC_TEST_LABEL (prefix for test names, e.g. "asan"), GPUIC_TEST_TIMEOUT (seconds per MPI or
-# device test, default 300), GPUIC_TEST_SUMMARY (a file to which
+# device test, default 300), GPUIC_TEST_RANKS (run every mpi and device entry at this many ranks
+# instead of its own; entries that become identical run once), GPUIC_TEST_DEADLINE (a time in
+# seconds since the epoch: tests are cut to end by then, and those not started are skipped, for
+# a caller with a fixed time budget), GPUIC_TEST_SUMMARY (a file to which
 # "passed failed skipped" is appended, for a caller that adds several runs up).
 #
 # Test lists: test/unit/testlist   "program [timeout]"  (or a script under test/, e.g. fuzz/run-fuzz.sh)
@@ -50,7 +53,8 @@ record() { # name rc log
 }
 
 run_list() { # kind list
-    local kind=$1 list=$2 line prog arg1 rest name log rc t np envs
+    local kind=$1 list=$2 line prog arg1 rest name log rc t np envs left
+    local -A seen=()
     [ -f "$list" ] || return 0
     while read -r line; do
         line=${line%%#*}
@@ -59,13 +63,24 @@ run_list() { # kind list
         if [ "$kind" = unit ]; then
             name="unit/$prog"; t=${arg1:-120}
         else
-            np=$arg1; name="$kind/$prog.np$np${rest:+ $rest}"; t=${GPUIC_TEST_TIMEOUT:-300}
+            np=${GPUIC_TEST_RANKS:-$arg1}; name="$kind/$prog.np$np${rest:+ $rest}"
+            t=${GPUIC_TEST_TIMEOUT:-300}
         fi
+        [ -n "${seen[$name]:-}" ] && continue
+        seen[$name]=1
         [ -n "$pattern" ] && ! [[ $name =~ $pattern ]] && continue
         [ -n "${GPUIC_TEST_LABEL:-}" ] && name="$GPUIC_TEST_LABEL:$name"
         log="$logdir/$(echo "$name" | tr ' /=' '___').log"
         if [ "$kind" = device ] && ! gpu_present; then
             echo "no GPU on this machine" >"$log"; record "$name" 77 "$log"; continue
+        fi
+        if [ -n "${GPUIC_TEST_DEADLINE:-}" ]; then
+            left=$((GPUIC_TEST_DEADLINE - $(date +%s)))
+            if [ "$left" -lt 5 ]; then
+                echo "not started: GPUIC_TEST_DEADLINE reached" >"$log"; record "$name" 77 "$log"
+                continue
+            fi
+            [ "$left" -lt "$t" ] && t=$left
         fi
         case $kind in
         unit)

@@ -3,12 +3,15 @@
  * machine measured in the same run.  Two ranks (under MPS when they share a GPU).
  *
  *   mpirun -np 2 --mca osc gpuic device_bench [--iters N] [--csv FILE] [--host-window]
- *                                             [--label NAME]
+ *                                             [--label NAME] [--max-bytes N] [--memcpy-peer]
  *
  * --host-window puts the window in host memory, so every device call takes the proxy path
  * (work-queue entries executed by the proxy thread); rows are then labelled "proxy" (or
  * --label), and the floors that need a device mapping of the peer are left out.  With
  * OMPI_MCA_osc_gpuic_device_proxy=1 a GPU window's data goes through the proxy too.
+ * --max-bytes N (default 16 MiB) is the largest put_bw size; above 16 MiB the window grows by N
+ * bytes and the bandwidth puts go to that extra part.  --memcpy-peer adds the copy-engine floor
+ * of two GPUs (rank 0's device to the next one, both driven by rank 0).
  *
  * Rows (CSV: component,measure,size,value,unit):
  *   gpuic put_flush           8 B put + MPIX_Win_flush_device, per operation (origin side)
@@ -17,10 +20,12 @@
  *   gpuic get                 8 B get, per operation
  *   gpuic fetch_add           8 B fetch-and-add, per operation
  *   gpuic msg_rate            8 B puts from blocks x threads, then one flush each
- *   gpuic put_bw              MPIX_Put_device_block from 132 blocks, 8 B .. 16 MiB
+ *   gpuic put_bw              MPIX_Put_device_block from 132 blocks, 8 B .. --max-bytes
  *   floor ipc_store_pingpong  raw stores + fence through the same CUDA IPC mapping, one way
  *   floor gpu_cpu_gpu_rtt     kernel -> host thread -> kernel through mapped pinned memory
  *   floor cudaMemcpy_8B       host cudaMemcpy of 8 bytes device to peer device
+ *   floor cudaMemcpyPeer_bw   (--memcpy-peer, two GPUs) cudaMemcpyPeerAsync from rank 0's GPU
+ *                             to the next GPU, peer access enabled, 8 B .. --max-bytes
  *   floor dissect_*           put + flush taken apart: a raw store, a store plus each fence
  *                             flavour, MPIX_Put_device without a flush, a raw remote load
  * Times come from %globaltimer inside the kernels (ns), or host clocks for host-side floors.
@@ -41,6 +46,7 @@
 #define WIN_BYTES (32u << 20)
 #define SIG_OFF (WIN_BYTES - 64)
 #define DATA_OFF (WIN_BYTES - 128)
+#define BW_DEFAULT_MAX (16u << 20) /* largest put_bw size without --max-bytes */
 
 static int rank;
 static FILE *csv;
@@ -185,13 +191,14 @@ __global__ void k_rate(MPIX_Win_device win, int peer, int per_thread, const uint
     MPIX_Win_flush_device(peer, win);
 }
 
-__global__ void k_bw(MPIX_Win_device win, int peer, const char *src, size_t bytes)
+__global__ void k_bw(MPIX_Win_device win, int peer, const char *src, size_t bytes,
+                     size_t win_off)
 {
     size_t chunk = (bytes + gridDim.x - 1) / gridDim.x;
     size_t off = chunk * blockIdx.x;
     if (off < bytes) {
         size_t len = bytes - off < chunk ? bytes - off : chunk;
-        MPIX_Put_device_block(src + off, len, peer, (MPI_Aint)off, win);
+        MPIX_Put_device_block(src + off, len, peer, (MPI_Aint)(win_off + off), win);
     }
     if (threadIdx.x == 0) MPIX_Win_flush_device(peer, win);
 }
@@ -291,9 +298,65 @@ static uint64_t read_ns(uint64_t *d)
     return v;
 }
 
+/* Bandwidth sizes: 8 B times powers of 4, and --max-bytes itself when it is larger than the
+ * default and not on that ladder (256 MiB after 128 MiB), so the default rows stay as they were. */
+static size_t bw_next_size(size_t bytes, size_t max_bytes)
+{
+    if (bytes < max_bytes && bytes * 4 > max_bytes && max_bytes > BW_DEFAULT_MAX) {
+        return max_bytes;
+    }
+    return bytes * 4;
+}
+
+/* The copy engines' bandwidth between this GPU and the next one (what a put can hope for):
+ * cudaMemcpyPeerAsync with peer access enabled, sizes as put_bw's. */
+static void memcpy_peer_floor(int dev, int ndev, const char *d_src, size_t max_bytes)
+{
+    int other = (dev + 1) % ndev, can = 0;
+    char *d_dst = NULL;
+    cudaStream_t st;
+    cudaEvent_t e0, e1;
+    float ms;
+
+    if (ndev < 2 || cudaDeviceCanAccessPeer(&can, dev, other) != cudaSuccess || !can) {
+        fprintf(stderr, "device_bench: --memcpy-peer needs two GPUs with peer access\n");
+        return;
+    }
+    /* the IPC mapping of the peer's window may have enabled it already */
+    if (cudaDeviceEnablePeerAccess(other, 0) != cudaSuccess) (void)cudaGetLastError();
+    cudaSetDevice(other);
+    if (cudaDeviceEnablePeerAccess(dev, 0) != cudaSuccess) (void)cudaGetLastError();
+    if (cudaMalloc(&d_dst, max_bytes) != cudaSuccess) {
+        fprintf(stderr, "device_bench: no %zu bytes on device %d\n", max_bytes, other);
+        cudaSetDevice(dev);
+        return;
+    }
+    cudaSetDevice(dev);
+    cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    for (size_t bytes = 8; bytes <= max_bytes;
+         bytes = bw_next_size(bytes, max_bytes)) {
+        int reps = bytes < (1 << 20) ? 200 : 20;
+        cudaMemcpyPeerAsync(d_dst, other, d_src, dev, bytes, st);
+        cudaEventRecord(e0, st);
+        for (int r = 0; r < reps; ++r) cudaMemcpyPeerAsync(d_dst, other, d_src, dev, bytes, st);
+        cudaEventRecord(e1, st);
+        cudaEventSynchronize(e1);
+        cudaEventElapsedTime(&ms, e0, e1);
+        row("floor", "cudaMemcpyPeer_bw", bytes, bytes * (double)reps / (ms * 1e-3) / 1e9, "GB/s");
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaStreamDestroy(st);
+    cudaFree(d_dst);
+}
+
 int main(int argc, char **argv)
 {
     int nranks, iters = 20000, ndev = 0;
+    size_t max_bytes = BW_DEFAULT_MAX, win_bytes = WIN_BYTES, bw_off = 0;
+    bool memcpy_peer = false;
     const char *csv_path = NULL;
     char *base;
     MPI_Win win;
@@ -309,6 +372,9 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
         else if (!strcmp(argv[i], "--label") && i + 1 < argc) label = argv[++i];
+        else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc)
+            max_bytes = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--memcpy-peer")) memcpy_peer = true;
         else if (!strcmp(argv[i], "--host-window")) {
             host_window = true;
             if (!strcmp(label, "gpuic")) label = "proxy";
@@ -319,6 +385,12 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 1;
     }
+    if (max_bytes < 8) max_bytes = 8;
+    if (max_bytes > BW_DEFAULT_MAX) {
+        /* the fixed words (signal, data) stay where they are; the large puts get their own part */
+        bw_off = WIN_BYTES;
+        win_bytes = WIN_BYTES + max_bytes;
+    }
     cudaSetDevice(rank % ndev);
     if (rank == 0 && csv_path) csv = fopen(csv_path, "a");
     int peer = 1 - rank;
@@ -327,9 +399,13 @@ int main(int argc, char **argv)
     if (!host_window) {
         MPI_Info_set(info, "mpi_assert_memory_alloc_kinds", "cuda:device");
     }
-    MPI_Win_allocate(WIN_BYTES, 1, info, MPI_COMM_WORLD, &base, &win);
+    if (MPI_Win_allocate((MPI_Aint)win_bytes, 1, info, MPI_COMM_WORLD, &base, &win) !=
+        MPI_SUCCESS) {
+        if (rank == 0) fprintf(stderr, "device_bench: no window of %zu bytes\n", win_bytes);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     MPI_Info_free(&info);
-    win_memset(base, 0, WIN_BYTES);
+    win_memset(base, 0, win_bytes);
     if (MPIX_Win_get_device_handle(win, &h) != MPI_SUCCESS) {
         if (rank == 0) fprintf(stderr, "device_bench: no device handle\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -345,8 +421,8 @@ int main(int argc, char **argv)
     }
     cudaMalloc(&d_ns, 64);
     cudaMalloc(&d_buf, 64);
-    cudaMalloc(&d_src, 16u << 20);
-    cudaMemset(d_src, 1, 16u << 20);
+    cudaMalloc(&d_src, max_bytes);
+    cudaMemset(d_src, 1, max_bytes);
     cudaMemset(d_buf, 0, 64);
     cudaDeviceSynchronize();
     MPI_Barrier(MPI_COMM_WORLD);
@@ -405,15 +481,16 @@ int main(int argc, char **argv)
             cudaEventDestroy(e1);
         }
         /* bandwidth */
-        for (size_t bytes = 8; bytes <= (16u << 20); bytes *= 4) {
+        for (size_t bytes = 8; bytes <= max_bytes;
+             bytes = bw_next_size(bytes, max_bytes)) {
             int reps = bytes < (1 << 20) ? 200 : 20;
             cudaEvent_t e0, e1;
             float ms;
             cudaEventCreate(&e0);
             cudaEventCreate(&e1);
-            k_bw<<<132, 1024>>>(h, peer, d_src, bytes);
+            k_bw<<<132, 1024>>>(h, peer, d_src, bytes, bw_off);
             cudaEventRecord(e0);
-            for (int r = 0; r < reps; ++r) k_bw<<<132, 1024>>>(h, peer, d_src, bytes);
+            for (int r = 0; r < reps; ++r) k_bw<<<132, 1024>>>(h, peer, d_src, bytes, bw_off);
             cudaEventRecord(e1);
             cudaEventSynchronize(e1);
             cudaEventElapsedTime(&ms, e0, e1);
@@ -487,6 +564,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < 1000; ++i) cudaMemcpy(d_peer, d_buf, 8, cudaMemcpyDeviceToDevice);
         row("floor", "cudaMemcpy_8B", 8, (wall() - t0) / 1000 * 1e6, "us");
         cudaFree(d_peer);
+        if (memcpy_peer) memcpy_peer_floor(rank % ndev, ndev, d_src, max_bytes);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_free(&win);

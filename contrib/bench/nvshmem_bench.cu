@@ -118,6 +118,7 @@ static uint64_t read_ns(uint64_t *d)
 int main(int argc, char **argv)
 {
     int nranks, iters = 20000, ndev = 0;
+    size_t max_bytes = 16u << 20, sym_bytes;
     const char *csv_path = NULL;
     nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
     nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
@@ -128,7 +129,13 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
+        else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc)
+            max_bytes = strtoull(argv[++i], NULL, 0);
     }
+    /* the ping-pong uses the 16th MiB; --max-bytes (largest put_bw size, as device_bench's)
+     * only ever grows the heap */
+    if (max_bytes < 8) max_bytes = 8;
+    sym_bytes = max_bytes > (16u << 20) ? max_bytes : (16u << 20);
     cudaGetDeviceCount(&ndev);
     cudaSetDevice(rank % (ndev > 0 ? ndev : 1));
     if (rank == 0) nvshmemx_get_uniqueid(&id);
@@ -138,15 +145,15 @@ int main(int argc, char **argv)
     if (rank == 0 && csv_path) csv = fopen(csv_path, "a");
     int peer = 1 - rank;
 
-    char *sym = (char *)nvshmem_malloc(16u << 20);
+    char *sym = (char *)nvshmem_malloc(sym_bytes);
     uint64_t *sig = (uint64_t *)nvshmem_malloc(64);
     int64_t *counter = (int64_t *)nvshmem_malloc(64);
     uint64_t *d_ns, *d_out;
     char *d_src;
     cudaMalloc(&d_ns, 64);
     cudaMalloc(&d_out, 64);
-    cudaMalloc(&d_src, 16u << 20);
-    cudaMemset(d_src, 1, 16u << 20);
+    cudaMalloc(&d_src, sym_bytes);
+    cudaMemset(d_src, 1, sym_bytes);
     cudaMemset(sig, 0, 64);
     cudaMemset(counter, 0, 64);
     cudaDeviceSynchronize();
@@ -186,7 +193,9 @@ int main(int argc, char **argv)
             snprintf(name, sizeof(name), "msg_rate_%dx%d", blocks, threads);
             row(name, 8, (double)blocks * threads * per / (ms * 1e-3) / 1e6, "Mmsg/s");
         }
-        for (size_t bytes = 8; bytes <= (16u << 20); bytes *= 4) {
+        for (size_t bytes = 8; bytes <= max_bytes;
+             bytes = bytes < max_bytes && bytes * 4 > max_bytes && max_bytes > (16u << 20)
+                         ? max_bytes : bytes * 4) {
             int reps = bytes < (1 << 20) ? 200 : 20;
             cudaEvent_t e0, e1;
             float ms;

@@ -10,6 +10,28 @@
 #include "gpuic_log.h"
 #include "gpuic_build_config.h"
 
+int gpuic_cuda_device_pick(int requested, int local_rank, int count)
+{
+    if (count < 1 || requested < -1 || requested >= count) {
+        return -1;
+    }
+    if (requested >= 0) {
+        return requested;
+    }
+    return local_rank < 0 ? 0 : local_rank % count;
+}
+
+/* How gpuic_cuda_ensure_context() picks a device when nothing is current; written once before
+ * the driver is used, read under the driver's first use. */
+static int gpuic_cuda_pref_requested = 0;
+static int gpuic_cuda_pref_local_rank = 0;
+
+void gpuic_cuda_device_prefer(int requested, int local_rank)
+{
+    __atomic_store_n(&gpuic_cuda_pref_requested, requested, __ATOMIC_RELAXED);
+    __atomic_store_n(&gpuic_cuda_pref_local_rank, local_rank, __ATOMIC_RELEASE);
+}
+
 #ifdef GPUIC_HAVE_CUDA
 #include <cuda.h>
 
@@ -143,11 +165,13 @@ static int gpuic_cuda_load(void)
 static CUcontext gpuic_cuda_home_ctx;
 
 /* A current context for this thread: the caller's; else the process's (for threads that never
- * called CUDA, such as the proxy thread); else device 0's primary context. */
+ * called CUDA, such as the proxy thread); else the primary context of the device
+ * gpuic_cuda_device_prefer() asked for (by default device 0). */
 static gpuic_status_t gpuic_cuda_ensure_context(void)
 {
     CUcontext ctx = NULL, home = __atomic_load_n(&gpuic_cuda_home_ctx, __ATOMIC_ACQUIRE);
     CUdevice dev;
+    int count = 0, ordinal, requested, local_rank;
 
     if (gpuic_cuda.ctx_get_current(&ctx) == CUDA_SUCCESS && ctx != NULL) {
         if (home == NULL) {
@@ -159,26 +183,91 @@ static gpuic_status_t gpuic_cuda_ensure_context(void)
     if (home != NULL) {
         return gpuic_cuda_check(gpuic_cuda.ctx_set_current(home), "cuCtxSetCurrent");
     }
-    if (gpuic_cuda.device_get(&dev, 0) != CUDA_SUCCESS ||
+    local_rank = __atomic_load_n(&gpuic_cuda_pref_local_rank, __ATOMIC_ACQUIRE);
+    requested = __atomic_load_n(&gpuic_cuda_pref_requested, __ATOMIC_RELAXED);
+    if (gpuic_cuda.device_get_count(&count) != CUDA_SUCCESS) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
+    ordinal = gpuic_cuda_device_pick(requested, local_rank, count);
+    if (ordinal < 0) {
+        gpuic_log(GPUIC_LOG_ERROR, "device %d asked for, but %d device(s) are visible",
+                  requested, count);
+        return GPUIC_ERR_NO_DEVICE;
+    }
+    if (gpuic_cuda.device_get(&dev, ordinal) != CUDA_SUCCESS ||
         gpuic_cuda.primary_ctx_retain(&ctx, dev) != CUDA_SUCCESS) {
         return GPUIC_ERR_NO_DEVICE;
     }
+    gpuic_log(GPUIC_LOG_DEBUG, "no CUDA context current: using device %d of %d (node-local "
+              "rank %d, requested %d)", ordinal, count, local_rank, requested);
     __atomic_compare_exchange_n(&gpuic_cuda_home_ctx, &home, ctx, 0, __ATOMIC_ACQ_REL,
                                 __ATOMIC_ACQUIRE);
     return gpuic_cuda_check(gpuic_cuda.ctx_set_current(ctx), "cuCtxSetCurrent");
 }
 
-gpuic_status_t gpuic_cuda_init(void)
+/* Loads the driver once; no context is made current (that is gpuic_cuda_ensure_context's). */
+static gpuic_status_t gpuic_cuda_load_once(void)
 {
     pthread_mutex_lock(&gpuic_cuda_lock);
     if (gpuic_cuda_loaded == 0) {
         gpuic_cuda_loaded = gpuic_cuda_load();
     }
     pthread_mutex_unlock(&gpuic_cuda_lock);
-    if (gpuic_cuda_loaded < 0) {
-        return GPUIC_ERR_NO_DEVICE;
+    return gpuic_cuda_loaded > 0 ? GPUIC_OK : GPUIC_ERR_NO_DEVICE;
+}
+
+gpuic_status_t gpuic_cuda_init(void)
+{
+    gpuic_status_t status = gpuic_cuda_load_once();
+
+    return status == GPUIC_OK ? gpuic_cuda_ensure_context() : status;
+}
+
+gpuic_status_t gpuic_cuda_device_count(int *count_p)
+{
+    gpuic_status_t status = gpuic_cuda_load_once();
+
+    *count_p = 0;
+    if (status != GPUIC_OK) {
+        return status;
     }
-    return gpuic_cuda_ensure_context();
+    return gpuic_cuda_check(gpuic_cuda.device_get_count(count_p), "cuDeviceGetCount");
+}
+
+gpuic_status_t gpuic_cuda_device_bind(int ordinal)
+{
+    CUcontext ctx = NULL;
+    CUdevice dev;
+    int count = 0;
+    gpuic_status_t status;
+
+    /* loading only: gpuic_cuda_init() would make a context current that is then replaced */
+    status = gpuic_cuda_load_once();
+    if (status != GPUIC_OK) {
+        return status;
+    }
+    status = gpuic_cuda_check(gpuic_cuda.device_get_count(&count), "cuDeviceGetCount");
+    if (status != GPUIC_OK) {
+        return status;
+    }
+    if (ordinal < 0 || ordinal >= count) {
+        gpuic_log(GPUIC_LOG_ERROR, "cannot bind to device %d: %d device(s) are visible", ordinal,
+                  count);
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    status = gpuic_cuda_check(gpuic_cuda.device_get(&dev, ordinal), "cuDeviceGet");
+    if (status == GPUIC_OK) {
+        status = gpuic_cuda_check(gpuic_cuda.primary_ctx_retain(&ctx, dev),
+                                  "cuDevicePrimaryCtxRetain");
+    }
+    if (status == GPUIC_OK) {
+        status = gpuic_cuda_check(gpuic_cuda.ctx_set_current(ctx), "cuCtxSetCurrent");
+    }
+    if (status == GPUIC_OK) {
+        /* an explicit binding replaces whatever context was seen first */
+        __atomic_store_n(&gpuic_cuda_home_ctx, ctx, __ATOMIC_RELEASE);
+    }
+    return status;
 }
 
 gpuic_status_t gpuic_cuda_init_if_loaded(void)
@@ -534,6 +623,12 @@ gpuic_status_t gpuic_cuda_device_address(const void *ptr, void **dptr_p)
 gpuic_status_t gpuic_cuda_init(void) { return GPUIC_ERR_NO_DEVICE; }
 gpuic_status_t gpuic_cuda_init_if_loaded(void) { return GPUIC_ERR_NO_DEVICE; }
 int gpuic_cuda_available(void) { return 0; }
+gpuic_status_t gpuic_cuda_device_count(int *count_p)
+{
+    *count_p = 0;
+    return GPUIC_ERR_NO_DEVICE;
+}
+gpuic_status_t gpuic_cuda_device_bind(int ordinal) { (void)ordinal; return GPUIC_ERR_NO_DEVICE; }
 int gpuic_cuda_is_device_ptr(const void *ptr) { (void)ptr; return 0; }
 gpuic_status_t gpuic_cuda_mem_alloc(size_t len, void **ptr_p)
 {

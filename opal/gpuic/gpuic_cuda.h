@@ -40,6 +40,40 @@ gpuic_status_t gpuic_cuda_init(void);
  */
 gpuic_status_t gpuic_cuda_init_if_loaded(void);
 
+/**
+ * The device a process uses when it has to choose one itself (no context is current): pure
+ * logic, usable without a driver.  @p requested >= 0 names a device; -1 asks for the one of
+ * this process's node-local rank, @p local_rank modulo @p count (a negative @p local_rank,
+ * i.e. unknown, counts as 0).  @p count is the number of visible devices.
+ * @return the device ordinal, or -1 when @p count < 1, @p requested >= @p count or
+ *         @p requested < -1.
+ */
+int gpuic_cuda_device_pick(int requested, int local_rank, int count);
+
+/**
+ * Records how gpuic_cuda_init() picks a device (gpuic_cuda_device_pick() with these arguments)
+ * when the calling thread has no current context and the process has no context of its own
+ * yet.  Without this call the choice is device 0.  A context the program made current itself
+ * (cudaSetDevice) always wins.  Call before the first gpuic_cuda_init().
+ */
+void gpuic_cuda_device_prefer(int requested, int local_rank);
+
+/**
+ * Number of devices visible to this process (after CUDA_VISIBLE_DEVICES).
+ * @return GPUIC_OK, or GPUIC_ERR_NO_DEVICE without a driver or device.
+ */
+gpuic_status_t gpuic_cuda_device_count(int *count_p);
+
+/**
+ * Makes device @p ordinal's primary context current on the calling thread and the process's
+ * context for threads of libgpuic (the proxy), as cudaSetDevice(@p ordinal) does for the CUDA
+ * runtime, which then uses the same context.  Call before creating GPU windows: windows that
+ * exist keep the device their memory is on.
+ * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM for an ordinal that is not a visible device,
+ *         GPUIC_ERR_NO_DEVICE without a driver.
+ */
+gpuic_status_t gpuic_cuda_device_bind(int ordinal);
+
 /** True once gpuic_cuda_init() succeeded in this process. */
 int gpuic_cuda_available(void);
 

@@ -43,6 +43,22 @@ int MPIX_Gpuic_get_version(int *major, int *minor, int *patch);
 int MPIX_Gpuic_query_capabilities(int *caps);
 
 /**
+ * Binds the calling process to a GPU the way gpuic does when it picks one itself, and returns
+ * the device in *device (a CUDA device ordinal, as cudaSetDevice() takes).  Collective over
+ * @p comm: the process's rank among the processes of @p comm on its node
+ * (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED) modulo the number of visible devices,
+ * unless the MCA parameter osc_gpuic_device (or OMPI_MCA_osc_gpuic_device in the environment)
+ * names a device.  The chosen device becomes current on the calling thread (the CUDA runtime
+ * then uses it, as after cudaSetDevice()) and gpuic's threads use it too.  Call after MPI_Init
+ * and before creating GPU windows or allocating device memory.
+ * @return MPI_ERR_COMM for an invalid or null communicator; MPI_ERR_ARG when @p device is NULL
+ *         or osc_gpuic_device names a device that is not visible (*device is then -1);
+ *         MPI_ERR_UNSUPPORTED_OPERATION when no CUDA driver or device is usable (*device is
+ *         then -1; a process without a GPU may carry on with host windows).
+ */
+int MPIX_Gpuic_bind_device(MPI_Comm comm, int *device);
+
+/**
  * Sets *flag to 1 when @p win is served by the gpuic component, else to 0.
  * @return MPI_ERR_WIN for MPI_WIN_NULL or an invalid window.
  */

@@ -13,6 +13,7 @@
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
+#include "opal/util/proc.h"
 #include "ompi/proc/proc.h"
 #include "ompi/version.h"
 
@@ -161,6 +162,15 @@ static int ompi_osc_gpuic_component_register(void)
         "largest piece of a device put, get or accumulate the proxy moves in one entry",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.device_stage_bytes);
+    mca_osc_gpuic_component.device = -1;
+    (void)mca_base_component_var_register(
+        c, "device",
+        "GPU a process uses when gpuic has to choose one (no CUDA context is current when it "
+        "first needs the device, e.g. a GPU window created before any CUDA call): -1 the "
+        "node-local rank modulo the visible devices, N device N; a program that selected a "
+        "device itself (cudaSetDevice) keeps it; MPIX_Gpuic_bind_device follows the same rule",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_gpuic_component.device);
     ompi_osc_gpuic_pvars_register(c);
     return OMPI_SUCCESS;
 }
@@ -202,11 +212,25 @@ static int ompi_osc_gpuic_component_open(void)
     return ompi_osc_gpuic_version_check();
 }
 
+/* This process's rank among the processes of its job on this node: mpirun's environment (set
+ * for every launched process), else what OPAL's run-time recorded, else -1 (unknown). */
+static int ompi_osc_gpuic_local_rank(void)
+{
+    const char *env = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+
+    if (env != NULL && *env != '\0') {
+        return atoi(env);
+    }
+    return opal_process_info.my_local_rank >= 0 ? (int)opal_process_info.my_local_rank : -1;
+}
+
 static int ompi_osc_gpuic_component_init(bool enable_progress_threads, bool enable_mpi_threads)
 {
     ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
 
     c->thread_multiple = enable_mpi_threads;
+    /* Only recorded: the driver is not touched until a window needs the device. */
+    gpuic_cuda_device_prefer(c->device, ompi_osc_gpuic_local_rank());
     c->ctx = NULL;
     c->num_windows = 0;
     c->next_id = 0;
