@@ -128,10 +128,11 @@ __device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t, u
         if (gpuic_dev_proxy_timed_out(q, &t0)) {
             return gpuic_dev_fail(t->win, MPI_ERR_OTHER);
         }
-        /* a lone waiter polls flat out for a while (its latency is the figure that counts) */
-        if (++polls > 16) {
+        /* a lone waiter polls flat out for a few round trips (about what one entry takes),
+         * then backs off exponentially: many waiters must not flood the bus */
+        if (++polls > 4) {
+            pause = pause == 0 ? 128 : (pause < 8192 ? pause * 2 : pause);
             __nanosleep(pause);
-            pause = pause < 2048 ? pause + 64 : pause;
         }
     }
 }
@@ -144,6 +145,7 @@ __device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t
     long long size = (long long)q->size;
     unsigned long long cur = *(volatile unsigned long long *)&q->reserve;
     uint64_t t0 = 0;
+    unsigned pause = 128;
 
     for (;;) {
         unsigned long long lim = gpuic_dev_proxy_ld_acquire(&q->done_seen);
@@ -157,7 +159,10 @@ __device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t
             } else if (gpuic_dev_proxy_timed_out(q, &t0)) {
                 return gpuic_dev_fail(t->win, MPI_ERR_OTHER);
             } else {
-                __nanosleep(256); /* the ring is full: let the proxy's writes through */
+                /* the ring is full: back off exponentially, so that thousands of waiting
+                 * threads leave the bus (and the proxy) to the entries in flight */
+                __nanosleep(pause);
+                pause = pause < 16384 ? pause * 2 : pause;
             }
             cur = *(volatile unsigned long long *)&q->reserve;
             continue;
