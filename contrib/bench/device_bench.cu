@@ -3,8 +3,10 @@
  * machine measured in the same run.  Two ranks (under MPS when they share a GPU).
  *
  *   mpirun -np 2 --mca osc gpuic device_bench [--iters N] [--csv FILE] [--host-window]
- *                                             [--label NAME] [--max-bytes N] [--memcpy-peer]
+ *                                             [--label NAME] [--latency-only] [--max-bytes N] [--memcpy-peer]
  *
+ * --latency-only leaves out the message-rate and bandwidth rows (the forced proxy path on a GPU
+ * window moves each entry with a driver copy: thousands of them take minutes).
  * --host-window puts the window in host memory, so every device call takes the proxy path
  * (work-queue entries executed by the proxy thread); rows are then labelled "proxy" (or
  * --label), and the floors that need a device mapping of the peer are left out.  With
@@ -52,6 +54,7 @@ static int rank;
 static FILE *csv;
 static const char *label = "gpuic"; /* component column of this run's rows */
 static bool host_window;
+static bool latency_only; /* --latency-only: no message-rate or bandwidth rows */
 
 /* Fills window bytes: the window is device memory, or host memory with --host-window. */
 static void win_memset(char *p, int byte, size_t len)
@@ -372,6 +375,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
         else if (!strcmp(argv[i], "--label") && i + 1 < argc) label = argv[++i];
+        else if (!strcmp(argv[i], "--latency-only")) latency_only = true;
         else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc)
             max_bytes = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--memcpy-peer")) memcpy_peer = true;
@@ -460,7 +464,7 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
 
     /* message rate */
-    if (rank == 0) {
+    if (rank == 0 && !latency_only) {
         int shapes[][2] = {{1, 32}, {8, 256}, {132, 256}, {132, 1024}};
         for (int s = 0; s < 4; ++s) {
             int blocks = shapes[s][0], threads = shapes[s][1];

@@ -70,7 +70,7 @@ else
 fi
 
 # Tests: each pass ends by its deadline; what has not started by then is skipped.  The
-# benchmarks keep 150 s.
+# benchmarks keep the last third of the budget.
 : >"$out/tests.txt.raw"
 tests() { # label deadline-offset regex [VAR=value ...]
     local label=$1 keep=$2 regex=$3
@@ -86,13 +86,15 @@ tests() { # label deadline-offset regex [VAR=value ...]
         tr '\n' ' ') |" >>"$out/tests.txt.raw"
 }
 list='device/(test_device_rma|test_stream_rma|test_device_bad_input|example_device_put)'
-tests np2 300 "$list" GPUIC_TEST_RANKS=2
+# what each pass leaves to the later ones, in proportion to the budget (300, 220 and 150 s of
+# the default 480 s)
+tests np2 $((budget * 5 / 8)) "$list" GPUIC_TEST_RANKS=2
 if [ "${GPUIC_2GPU_MPS:-1}" = 1 ]; then
-    tests np4-mps 220 "$list" GPUIC_TEST_RANKS=4 GPUIC_MPS_ANY_GPUS=1
+    tests np4-mps $((budget * 11 / 24)) "$list" GPUIC_TEST_RANKS=4 GPUIC_MPS_ANY_GPUS=1
 else
-    tests np4 220 "$list" GPUIC_TEST_RANKS=4
+    tests np4 $((budget * 11 / 24)) "$list" GPUIC_TEST_RANKS=4
 fi
-tests binding 150 'device/bind_device'
+tests binding $((budget * 5 / 16)) 'device/bind_device'
 {
     echo "| pass | passed | failed | skipped | failed tests |"
     echo "|---|---:|---:|---:|---|"

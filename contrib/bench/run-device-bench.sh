@@ -42,7 +42,8 @@ echo "== gpuic device API, proxy path (host-memory window)"
     --host-window
 echo "== gpuic device API, proxy path forced on the GPU window (osc_gpuic_device_proxy)"
 "${mpirun[@]}" --mca osc gpuic --mca osc_gpuic_device_proxy 1 \
-    "$build/contrib/bench/device_bench" --iters "$iters" --csv "$csv" --label proxy_gpuwin
+    "$build/contrib/bench/device_bench" --iters "$iters" --csv "$csv" --label proxy_gpuwin \
+    --latency-only
 
 echo "== gpuic stream-triggered calls (MPIX_*_enqueue) and the host-driven loop"
 "${mpirun[@]}" --mca osc gpuic "$build/contrib/bench/stream_bench" --iters "$iters" --csv "$csv" ||
