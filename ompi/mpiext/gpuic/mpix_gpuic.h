@@ -121,9 +121,13 @@ int MPIX_Win_release_device_handle(MPI_Win win);
  *         MPI_INT64_T, MPI_UINT64_T, MPI_FLOAT, MPI_DOUBLE, the C types of the same size and
  *         kind (MPI_INT, MPI_UNSIGNED, MPI_LONG, ...), and contiguous or duplicated types of
  *         them, with the same element type on both sides.
- * Targets: those the device API reaches (MPIX_GPUIC_DEVICE_PATH_P2P: device-memory windows
- *         of processes on this node).  Other targets are refused at enqueue time with
- *         MPI_ERR_UNSUPPORTED_OPERATION.
+ * Targets: those the device API reaches (MPIX_Win_gpuic_device_path() other than
+ *         MPIX_GPUIC_DEVICE_PATH_NONE: device-memory windows of processes on this node
+ *         through P2P loads and stores, host-memory windows through the proxy path).  Other
+ *         targets are refused at enqueue time with MPI_ERR_UNSUPPORTED_OPERATION.  The epoch
+ *         calls (fence, lock_all, post/start/complete/wait) need every process's window
+ *         synchronization block, which exists where some process of the window has device
+ *         memory, and is reached on this node only.
  * Epochs: access to a target needs an epoch opened by enqueued calls on the window (fence,
  *         lock_all, start naming it) or a host epoch open at the time of the enqueue call;
  *         the flush calls need a passive-target one (MPI_ERR_RMA_SYNC otherwise).  Epoch
