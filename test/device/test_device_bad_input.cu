@@ -23,22 +23,13 @@
 #include <string.h>
 
 #include "../mpi/mpi_test.h"
+#include "device_test.h"
 #include "mpix_gpuic.h"
 #include "mpix_gpuic_device.cuh"
 
 #define GUARD 256
 #define BUF_BYTES 512
 #define MAX_THREADS 64
-
-#define CUDA_CHECK(call)                                                                     \
-    do {                                                                                     \
-        cudaError_t e_ = (call);                                                             \
-        if (e_ != cudaSuccess) {                                                             \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                    \
-                    cudaGetErrorString(e_));                                                 \
-            mpi_test_failures++;                                                             \
-        }                                                                                    \
-    } while (0)
 
 enum { WIN_A, WIN_B, WIN_H, NWIN };
 static const size_t win_bytes[NWIN] = {4096, 1024, 4096};

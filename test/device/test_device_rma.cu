@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "../mpi/mpi_test.h"
+#include "device_test.h"
 #include "mpix_gpuic.h"
 #include "mpix_gpuic_device.cuh"
 
@@ -38,16 +39,6 @@
 #define OFF_SIG 63000
 #define OFF_PINGPONG 63008
 #define NRC 16
-
-#define CUDA_CHECK(call)                                                                     \
-    do {                                                                                     \
-        cudaError_t e_ = (call);                                                             \
-        if (e_ != cudaSuccess) {                                                             \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                    \
-                    cudaGetErrorString(e_));                                                 \
-            mpi_test_failures++;                                                             \
-        }                                                                                    \
-    } while (0)
 
 static int rank, nranks;
 static bool host_window;   /* GPUIC_TEST_HOST_WINDOW: the window is host memory */

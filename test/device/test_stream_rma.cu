@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../mpi/mpi_test.h"
+#include "device_test.h"
 #include "mpix_gpuic.h"
 
 #define WIN_BYTES (1 << 20)
@@ -44,16 +45,6 @@
 #define OFF_MIX 92000
 #define GRAPH_REPLAYS 1000
 #define FOP_ROUNDS 50
-
-#define CUDA_CHECK(call)                                                                     \
-    do {                                                                                     \
-        cudaError_t e_ = (call);                                                             \
-        if (e_ != cudaSuccess) {                                                             \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                    \
-                    cudaGetErrorString(e_));                                                 \
-            mpi_test_failures++;                                                             \
-        }                                                                                    \
-    } while (0)
 
 #define MPI_OK(call) CHECK_CLASS((call), MPI_SUCCESS)
 

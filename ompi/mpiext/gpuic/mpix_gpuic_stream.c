@@ -734,7 +734,12 @@ int MPIX_Win_lock_all_enqueue(int mpi_assert, MPI_Win win, void *stream)
     return rc;
 }
 
-int MPIX_Win_unlock_all_enqueue(MPI_Win win, void *stream)
+/*
+ * Ends the access epoch @p open (lock_all or start) with kernel @p kernel, which gives back
+ * what the opening call took for the group it recorded: the closing half of unlock_all and
+ * complete.  MPI_ERR_RMA_SYNC when that epoch is not open.
+ */
+static int mpix_stream_epoch_close(MPI_Win win, void *stream, int open, int kernel)
 {
     mpix_stream_ctx_t c;
     mpix_gpuic_stream_sync_args_t a;
@@ -745,18 +750,23 @@ int MPIX_Win_unlock_all_enqueue(MPI_Win win, void *stream)
     }
     mpix_stream_sync_args(&c, -1, &a);
     pthread_mutex_lock(&c.sw->lock);
-    if (c.sw->epoch != OMPI_OSC_GPUIC_STREAM_EPOCH_LOCK_ALL) {
+    if (c.sw->epoch != open) {
         rc = MPI_ERR_RMA_SYNC;
     } else {
         memcpy(a.group, c.sw->start_group, sizeof(a.group));
-        rc = mpix_stream_launch(&c, MPIX_GPUIC_K_UNLOCK_ALL, 1, mpix_stream_sync_threads(&c),
-                                stream, &a);
+        rc = mpix_stream_launch(&c, kernel, 1, mpix_stream_sync_threads(&c), stream, &a);
     }
     if (rc == MPI_SUCCESS) {
         c.sw->epoch = OMPI_OSC_GPUIC_STREAM_EPOCH_NONE;
     }
     pthread_mutex_unlock(&c.sw->lock);
     return rc;
+}
+
+int MPIX_Win_unlock_all_enqueue(MPI_Win win, void *stream)
+{
+    return mpix_stream_epoch_close(win, stream, OMPI_OSC_GPUIC_STREAM_EPOCH_LOCK_ALL,
+                                   MPIX_GPUIC_K_UNLOCK_ALL);
 }
 
 int MPIX_Win_post_enqueue(MPI_Group group, int mpi_assert, MPI_Win win, void *stream)
@@ -822,27 +832,8 @@ int MPIX_Win_start_enqueue(MPI_Group group, int mpi_assert, MPI_Win win, void *s
 
 int MPIX_Win_complete_enqueue(MPI_Win win, void *stream)
 {
-    mpix_stream_ctx_t c;
-    mpix_gpuic_stream_sync_args_t a;
-    int rc = mpix_stream_begin(win, &c);
-
-    if (rc != MPI_SUCCESS) {
-        return rc;
-    }
-    mpix_stream_sync_args(&c, -1, &a);
-    pthread_mutex_lock(&c.sw->lock);
-    if (c.sw->epoch != OMPI_OSC_GPUIC_STREAM_EPOCH_START) {
-        rc = MPI_ERR_RMA_SYNC;
-    } else {
-        memcpy(a.group, c.sw->start_group, sizeof(a.group));
-        rc = mpix_stream_launch(&c, MPIX_GPUIC_K_COMPLETE, 1, mpix_stream_sync_threads(&c),
-                                stream, &a);
-    }
-    if (rc == MPI_SUCCESS) {
-        c.sw->epoch = OMPI_OSC_GPUIC_STREAM_EPOCH_NONE;
-    }
-    pthread_mutex_unlock(&c.sw->lock);
-    return rc;
+    return mpix_stream_epoch_close(win, stream, OMPI_OSC_GPUIC_STREAM_EPOCH_START,
+                                   MPIX_GPUIC_K_COMPLETE);
 }
 
 int MPIX_Win_wait_enqueue(MPI_Win win, void *stream)

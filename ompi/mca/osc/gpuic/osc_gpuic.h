@@ -261,6 +261,13 @@ OMPI_MODULE_DECLSPEC extern ompi_osc_gpuic_component_t mca_osc_gpuic_component;
 int ompi_osc_gpuic_context_get(gpuic_context_t **ctx_p);
 int ompi_osc_gpuic_endpoint_get(struct ompi_proc_t *proc, const void *addr, size_t len,
                                 gpuic_ep_t **ep_p);
+/**
+ * The endpoint of @p ctx to @p proc in @p table (proc -> endpoint), created from the peer's
+ * worker address on first use; under the component's lock.
+ */
+gpuic_status_t ompi_osc_gpuic_endpoint_lookup(opal_hash_table_t *table, gpuic_context_t *ctx,
+                                              struct ompi_proc_t *proc, const void *addr,
+                                              size_t len, gpuic_ep_t **ep_p);
 void ompi_osc_gpuic_window_added(ompi_osc_gpuic_module_t *module);
 void ompi_osc_gpuic_window_removed(ompi_osc_gpuic_module_t *module);
 

@@ -299,8 +299,9 @@ int ompi_osc_gpuic_context_get(gpuic_context_t **ctx_p)
     return ompi_osc_gpuic_error(status);
 }
 
-int ompi_osc_gpuic_endpoint_get(struct ompi_proc_t *proc, const void *addr, size_t len,
-                                gpuic_ep_t **ep_p)
+gpuic_status_t ompi_osc_gpuic_endpoint_lookup(opal_hash_table_t *table, gpuic_context_t *ctx,
+                                              struct ompi_proc_t *proc, const void *addr,
+                                              size_t len, gpuic_ep_t **ep_p)
 {
     ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
     uint64_t key = (uint64_t)(uintptr_t)proc;
@@ -308,16 +309,25 @@ int ompi_osc_gpuic_endpoint_get(struct ompi_proc_t *proc, const void *addr, size
     void *value;
 
     opal_mutex_lock(&c->lock);
-    if (opal_hash_table_get_value_uint64(&c->endpoints, key, &value) == OPAL_SUCCESS) {
+    if (opal_hash_table_get_value_uint64(table, key, &value) == OPAL_SUCCESS) {
         *ep_p = value;
     } else {
-        status = gpuic_ep_create(c->ctx, addr, len, ep_p);
+        status = gpuic_ep_create(ctx, addr, len, ep_p);
         if (status == GPUIC_OK) {
-            opal_hash_table_set_value_uint64(&c->endpoints, key, *ep_p);
+            opal_hash_table_set_value_uint64(table, key, *ep_p);
         }
     }
     opal_mutex_unlock(&c->lock);
-    return ompi_osc_gpuic_error(status);
+    return status;
+}
+
+int ompi_osc_gpuic_endpoint_get(struct ompi_proc_t *proc, const void *addr, size_t len,
+                                gpuic_ep_t **ep_p)
+{
+    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
+
+    return ompi_osc_gpuic_error(
+        ompi_osc_gpuic_endpoint_lookup(&c->endpoints, c->ctx, proc, addr, len, ep_p));
 }
 
 static int ompi_osc_gpuic_progress(void)

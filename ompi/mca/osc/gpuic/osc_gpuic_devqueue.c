@@ -90,29 +90,6 @@ static int ompi_osc_gpuic_proxy_get(gpuic_proxy_t **proxy_p)
     return ompi_osc_gpuic_error(status);
 }
 
-/* The proxy context's endpoint to @p proc (created under a proxy pause by the caller). */
-static gpuic_status_t ompi_osc_gpuic_proxy_endpoint(struct ompi_proc_t *proc,
-                                                    const ompi_osc_gpuic_peer_t *peer,
-                                                    gpuic_ep_t **ep_p)
-{
-    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
-    uint64_t key = (uint64_t)(uintptr_t)proc;
-    gpuic_status_t status = GPUIC_OK;
-    void *value;
-
-    opal_mutex_lock(&c->lock);
-    if (opal_hash_table_get_value_uint64(&c->proxy_endpoints, key, &value) == OPAL_SUCCESS) {
-        *ep_p = value;
-    } else {
-        status = gpuic_ep_create(c->proxy_ctx, peer->address, peer->address_len, ep_p);
-        if (status == GPUIC_OK) {
-            opal_hash_table_set_value_uint64(&c->proxy_endpoints, key, *ep_p);
-        }
-    }
-    opal_mutex_unlock(&c->lock);
-    return status;
-}
-
 /* Enters @p rank's window into the queue's key table: through UCX on the proxy context, or,
  * when @p direct, through this process's mapping of it. */
 static int ompi_osc_gpuic_devqueue_key(ompi_osc_gpuic_module_t *module,
@@ -129,8 +106,11 @@ static int ompi_osc_gpuic_devqueue_key(ompi_osc_gpuic_module_t *module,
         e.base = (uint64_t)(uintptr_t)peer->win.direct;
     } else {
         e.base = peer->win.base;
-        status = ompi_osc_gpuic_proxy_endpoint(ompi_comm_peer_lookup(module->comm, rank), peer,
-                                               &e.ep);
+        /* on the proxy's context: the caller has paused the proxy thread */
+        status = ompi_osc_gpuic_endpoint_lookup(&mca_osc_gpuic_component.proxy_endpoints,
+                                                mca_osc_gpuic_component.proxy_ctx,
+                                                ompi_comm_peer_lookup(module->comm, rank),
+                                                peer->address, peer->address_len, &e.ep);
         if (status == GPUIC_OK) {
             status = gpuic_rkey_unpack(e.ep, peer->rkey_blob, &q->rkeys[rank]);
         }
