@@ -23,6 +23,10 @@ enum {
     PV_RANGE_ERRORS,
     PV_FLUSHES_SKIPPED,
     PV_DEVICE_ERRORS,
+    PV_PROXY_DESCRIPTORS,
+    PV_PROXY_FAILURES,
+    PV_PROXY_ROUNDS,
+    PV_PROXY_SLEEPS,
     PV_COUNT
 };
 
@@ -30,7 +34,8 @@ static const char *pv_names[PV_COUNT] = {
     "osc_gpuic_ops_direct",         "osc_gpuic_ops_ucx",          "osc_gpuic_bytes_direct",
     "osc_gpuic_bytes_ucx",          "osc_gpuic_accumulates_atomic",
     "osc_gpuic_accumulates_locked", "osc_gpuic_range_errors",     "osc_gpuic_flushes_skipped",
-    "osc_gpuic_device_errors",
+    "osc_gpuic_device_errors",      "osc_gpuic_proxy_descriptors",
+    "osc_gpuic_proxy_validation_failures", "osc_gpuic_proxy_rounds", "osc_gpuic_proxy_sleeps",
 };
 
 static MPI_T_pvar_session session;
@@ -228,9 +233,11 @@ int main(int argc, char **argv)
     MPI_Win_unlock_all(win);
     MPI_Win_free(&win);
 
-    /* No device calls were made, so none can have failed. */
+    /* No device calls were made, so none can have failed, and no proxy thread ran. */
     pv_read(after);
     CHECK(after[PV_DEVICE_ERRORS] == initial[PV_DEVICE_ERRORS]);
+    CHECK(after[PV_PROXY_DESCRIPTORS] == 0 && after[PV_PROXY_FAILURES] == 0);
+    CHECK(after[PV_PROXY_ROUNDS] == 0 && after[PV_PROXY_SLEEPS] == 0);
 
     for (k = 0; k < PV_COUNT; ++k) {
         CHECK(MPI_T_pvar_handle_free(session, &handles[k]) == MPI_SUCCESS);

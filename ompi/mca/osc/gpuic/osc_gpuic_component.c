@@ -82,8 +82,55 @@ static const struct {
 };
 
 /*
+ * The proxy thread's counters (device calls on the proxy path), read from libgpuic when the
+ * variable is read: 0 until a device queue starts the proxy.
+ */
+enum { OMPI_OSC_GPUIC_PVAR_PROXY_WQES, OMPI_OSC_GPUIC_PVAR_PROXY_ERRORS,
+       OMPI_OSC_GPUIC_PVAR_PROXY_ROUNDS, OMPI_OSC_GPUIC_PVAR_PROXY_SLEEPS };
+
+static const struct {
+    const char *name;
+    int which;
+    const char *description;
+} ompi_osc_gpuic_proxy_pvars[] = {
+    {"proxy_descriptors", OMPI_OSC_GPUIC_PVAR_PROXY_WQES,
+     "Work-queue entries device code posted that the proxy thread consumed (device calls on "
+     "the proxy path; the entries of a call split across staging areas count one each)"},
+    {"proxy_validation_failures", OMPI_OSC_GPUIC_PVAR_PROXY_ERRORS,
+     "Work-queue entries the proxy refused (bad key, generation, bounds, opcode) or whose "
+     "operation failed; each also sets the window's error"},
+    {"proxy_rounds", OMPI_OSC_GPUIC_PVAR_PROXY_ROUNDS,
+     "Rounds of the proxy thread that found work (entries drained, then one completion)"},
+    {"proxy_sleeps", OMPI_OSC_GPUIC_PVAR_PROXY_SLEEPS,
+     "Idle pauses the proxy thread took (it polls while work comes, then sleeps in growing "
+     "pauses)"},
+};
+
+static int ompi_osc_gpuic_proxy_pvar_get(const struct mca_base_pvar_t *pvar, void *value,
+                                         void *obj)
+{
+    struct gpuic_proxy *proxy = __atomic_load_n(&mca_osc_gpuic_component.proxy,
+                                                __ATOMIC_ACQUIRE);
+    gpuic_proxy_stats_t st = {0};
+    unsigned long long *out = value;
+
+    (void)obj;
+    if (proxy != NULL) {
+        gpuic_proxy_stats(proxy, &st);
+    }
+    switch (*(const int *)pvar->ctx) {
+    case OMPI_OSC_GPUIC_PVAR_PROXY_WQES:   *out = st.wqes; break;
+    case OMPI_OSC_GPUIC_PVAR_PROXY_ERRORS: *out = st.errors; break;
+    case OMPI_OSC_GPUIC_PVAR_PROXY_ROUNDS: *out = st.rounds; break;
+    default:                               *out = st.sleeps; break;
+    }
+    return OPAL_SUCCESS;
+}
+
+/*
  * Read-only continuous counters bound to no object: one value per process, read by the
- * default accessor straight from the component (no callback on the read path either).
+ * default accessor straight from the component (no callback on the read path either), and
+ * the proxy's, read through ompi_osc_gpuic_proxy_pvar_get().
  */
 static void ompi_osc_gpuic_pvars_register(mca_base_component_t *c)
 {
@@ -101,6 +148,21 @@ static void ompi_osc_gpuic_pvars_register(mca_base_component_t *c)
         if (rc < 0) {
             gpuic_log(GPUIC_LOG_WARN, "could not register MPI_T variable osc_gpuic_%s",
                       ompi_osc_gpuic_pvars[i].name);
+        }
+    }
+    for (i = 0; i < sizeof(ompi_osc_gpuic_proxy_pvars) / sizeof(ompi_osc_gpuic_proxy_pvars[0]);
+         ++i) {
+        int rc = mca_base_component_pvar_register(
+            c, ompi_osc_gpuic_proxy_pvars[i].name, ompi_osc_gpuic_proxy_pvars[i].description,
+            OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG,
+            NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
+            MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+            ompi_osc_gpuic_proxy_pvar_get, NULL, NULL,
+            (void *)&ompi_osc_gpuic_proxy_pvars[i].which);
+
+        if (rc < 0) {
+            gpuic_log(GPUIC_LOG_WARN, "could not register MPI_T variable osc_gpuic_%s",
+                      ompi_osc_gpuic_proxy_pvars[i].name);
         }
     }
 }
