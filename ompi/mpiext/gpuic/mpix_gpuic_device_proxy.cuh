@@ -146,6 +146,7 @@ __device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t
     unsigned long long cur = *(volatile unsigned long long *)&q->reserve;
     uint64_t t0 = 0;
     unsigned pause = 128;
+    bool waited = false;
 
     for (;;) {
         unsigned long long lim = gpuic_dev_proxy_ld_acquire(&q->done_seen);
@@ -161,6 +162,10 @@ __device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t
             } else {
                 /* the ring is full: back off exponentially, so that thousands of waiting
                  * threads leave the bus (and the proxy) to the entries in flight */
+                if (!waited) {
+                    atomicAdd(&q->full_waits, 1ull); /* once per reservation */
+                    waited = true;
+                }
                 __nanosleep(pause);
                 pause = pause < 16384 ? pause * 2 : pause;
             }

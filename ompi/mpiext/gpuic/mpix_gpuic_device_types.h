@@ -55,7 +55,7 @@ typedef struct MPIX_Gpuic_device_peer {
 
 /**
  * The window's device queue: a ring of work-queue entries in pinned host memory mapped into
- * the device, drained by the process's proxy thread.  The first two words are producer
+ * the device, drained by the process's proxy thread.  The first three words are producer
  * state in device memory (device atomics are not allowed on pinned host memory over PCIe),
  * each on its own line; the rest is read-only.
  */
@@ -64,6 +64,10 @@ typedef struct MPIX_Gpuic_device_queue {
     uint64_t pad0[7];
     unsigned long long done_seen;     /**< highest completion index a producer has read */
     uint64_t pad1[7];
+    /** Reservations that found the queue full and had to wait for the proxy (back-pressure;
+     *  read by the host as the MPI_T counter osc_gpuic_proxy_queue_full_waits). */
+    unsigned long long full_waits;
+    uint64_t pad2[7];
     uint64_t *slots;          /**< device address of the ring's 64-byte slots */
     uint64_t *markers;        /**< device address of the ring's valid markers (entries are
                                    published by their head marker) */

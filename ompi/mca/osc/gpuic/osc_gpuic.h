@@ -439,6 +439,8 @@ int ompi_osc_gpuic_devqueue_quiesce(ompi_osc_gpuic_module_t *module);
 void ompi_osc_gpuic_devqueue_release(ompi_osc_gpuic_module_t *module);
 /** Stops the proxy and frees its context (component finalize, after every window). */
 void ompi_osc_gpuic_devqueue_finalize(void);
+/** Reservations device code made on the live windows' queues that found them full. */
+unsigned long long ompi_osc_gpuic_devqueue_full_waits(void);
 
 /** A host copy of a user buffer in device memory (host code never dereferences device memory). */
 typedef struct ompi_osc_gpuic_bounce {

@@ -86,7 +86,8 @@ static const struct {
  * variable is read: 0 until a device queue starts the proxy.
  */
 enum { OMPI_OSC_GPUIC_PVAR_PROXY_WQES, OMPI_OSC_GPUIC_PVAR_PROXY_ERRORS,
-       OMPI_OSC_GPUIC_PVAR_PROXY_ROUNDS, OMPI_OSC_GPUIC_PVAR_PROXY_SLEEPS };
+       OMPI_OSC_GPUIC_PVAR_PROXY_ROUNDS, OMPI_OSC_GPUIC_PVAR_PROXY_SLEEPS,
+       OMPI_OSC_GPUIC_PVAR_PROXY_FULL_WAITS };
 
 static const struct {
     const char *name;
@@ -104,6 +105,9 @@ static const struct {
     {"proxy_sleeps", OMPI_OSC_GPUIC_PVAR_PROXY_SLEEPS,
      "Idle pauses the proxy thread took (it polls while work comes, then sleeps in growing "
      "pauses)"},
+    {"proxy_queue_full_waits", OMPI_OSC_GPUIC_PVAR_PROXY_FULL_WAITS,
+     "Device reservations that found a live window's device queue full and retried until the "
+     "proxy completed entries (back-pressure on the proxy path; read from device memory)"},
 };
 
 static int ompi_osc_gpuic_proxy_pvar_get(const struct mca_base_pvar_t *pvar, void *value,
@@ -119,10 +123,11 @@ static int ompi_osc_gpuic_proxy_pvar_get(const struct mca_base_pvar_t *pvar, voi
         gpuic_proxy_stats(proxy, &st);
     }
     switch (*(const int *)pvar->ctx) {
-    case OMPI_OSC_GPUIC_PVAR_PROXY_WQES:   *out = st.wqes; break;
-    case OMPI_OSC_GPUIC_PVAR_PROXY_ERRORS: *out = st.errors; break;
-    case OMPI_OSC_GPUIC_PVAR_PROXY_ROUNDS: *out = st.rounds; break;
-    default:                               *out = st.sleeps; break;
+    case OMPI_OSC_GPUIC_PVAR_PROXY_WQES:       *out = st.wqes; break;
+    case OMPI_OSC_GPUIC_PVAR_PROXY_ERRORS:     *out = st.errors; break;
+    case OMPI_OSC_GPUIC_PVAR_PROXY_ROUNDS:     *out = st.rounds; break;
+    case OMPI_OSC_GPUIC_PVAR_PROXY_FULL_WAITS: *out = ompi_osc_gpuic_devqueue_full_waits(); break;
+    default:                                   *out = st.sleeps; break;
     }
     return OPAL_SUCCESS;
 }

@@ -421,3 +421,22 @@ void ompi_osc_gpuic_devqueue_finalize(void)
     gpuic_context_destroy(c->proxy_ctx);
     c->proxy_ctx = NULL;
 }
+
+unsigned long long ompi_osc_gpuic_devqueue_full_waits(void)
+{
+    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
+    unsigned long long total = 0;
+
+    opal_mutex_lock(&c->lock);
+    for (ompi_osc_gpuic_module_t *m = c->windows; m != NULL; m = m->next) {
+        unsigned long long n = 0;
+
+        /* a copy that does not wait for the program's kernels (they may be what fills it) */
+        if (m->devq != NULL && m->devq->dev != NULL &&
+            gpuic_cuda_copy_independent(&n, &m->devq->dev->full_waits, sizeof(n)) == GPUIC_OK) {
+            total += n;
+        }
+    }
+    opal_mutex_unlock(&c->lock);
+    return total;
+}
