@@ -23,7 +23,13 @@
  * with every device call from any process of the window: device scope when all of them share
  * one GPU, system scope otherwise.  Host MPI accumulates on
  * a GPU window are done by copies and are not atomic with concurrent device atomics on the
- * same elements: keep the two in separate epochs.
+ * same elements: keep the two in separate epochs.  Other targets (host-memory windows) take
+ * the proxy path (MPIX_GPUIC_DEVICE_PATH_PROXY, mpix_gpuic_device_proxy.cuh): the call posts
+ * work-queue entries that the process's proxy thread executes with UCX; its atomics are UCX
+ * atomics, atomic with the other processes' proxy and host atomics on the window, and host
+ * synchronization calls complete what device code posted.  The _warp and _block variants
+ * let one lane or thread post the whole call there.  MPIX_Win_gpuic_device_path() tells the
+ * path of each target.
  *
  * Device calls may be mixed with host MPI calls on the same window across epochs: complete the
  * kernel (stream synchronisation) before the host synchronization call that ends the epoch.
