@@ -26,8 +26,9 @@
  * same elements: keep the two in separate epochs.  Other targets (host-memory windows) take
  * the proxy path (MPIX_GPUIC_DEVICE_PATH_PROXY, mpix_gpuic_device_proxy.cuh): the call posts
  * work-queue entries that the process's proxy thread executes with UCX; its atomics are UCX
- * atomics, atomic with the other processes' proxy and host atomics on the window, and host
- * synchronization calls complete what device code posted.  The _warp and _block variants
+ * atomics, atomic with every other proxy-path device call on the window (host accumulates on
+ * the same elements belong in other epochs, as above), and host synchronization calls
+ * complete what device code posted.  The _warp and _block variants
  * let one lane or thread post the whole call there.  MPIX_Win_gpuic_device_path() tells the
  * path of each target.
  *
