@@ -304,6 +304,21 @@ static inline GPUIC_HOST_DEVICE unsigned gpuic_wqe_build_nop(gpuic_wqe_t *wqe,
     return 1;
 }
 
+/** Builds an RDMA write or read (@p opcode) between [laddr, laddr+len) and raddr under rkey:
+ *  control, remote-address and data segments, one basic block. */
+static inline GPUIC_HOST_DEVICE unsigned gpuic_wqe_build_rdma(gpuic_wqe_t *wqe,
+                                                              const gpuic_wqe_hdr_t *h,
+                                                              uint8_t opcode, uint64_t laddr,
+                                                              uint32_t lkey, uint32_t len,
+                                                              uint64_t raddr, uint32_t rkey)
+{
+    gpuic_wqe_set_ctrl((gpuic_wqe_ctrl_seg_t *)gpuic_wqe_seg(wqe, 0), h->wqe_index, opcode, 0,
+                       h->target, h->flags, 3, 0, 0);
+    gpuic_wqe_set_raddr((gpuic_wqe_raddr_seg_t *)gpuic_wqe_seg(wqe, 1), raddr, rkey);
+    gpuic_wqe_set_data((gpuic_wqe_data_seg_t *)gpuic_wqe_seg(wqe, 2), len, lkey, laddr);
+    return 1;
+}
+
 /** Builds a put of [laddr, laddr+len) to raddr under rkey. */
 static inline GPUIC_HOST_DEVICE unsigned gpuic_wqe_build_put(gpuic_wqe_t *wqe,
                                                              const gpuic_wqe_hdr_t *h,
@@ -311,11 +326,7 @@ static inline GPUIC_HOST_DEVICE unsigned gpuic_wqe_build_put(gpuic_wqe_t *wqe,
                                                              uint32_t len, uint64_t raddr,
                                                              uint32_t rkey)
 {
-    gpuic_wqe_set_ctrl((gpuic_wqe_ctrl_seg_t *)gpuic_wqe_seg(wqe, 0), h->wqe_index,
-                       GPUIC_WQE_OP_RDMA_WRITE, 0, h->target, h->flags, 3, 0, 0);
-    gpuic_wqe_set_raddr((gpuic_wqe_raddr_seg_t *)gpuic_wqe_seg(wqe, 1), raddr, rkey);
-    gpuic_wqe_set_data((gpuic_wqe_data_seg_t *)gpuic_wqe_seg(wqe, 2), len, lkey, laddr);
-    return 1;
+    return gpuic_wqe_build_rdma(wqe, h, GPUIC_WQE_OP_RDMA_WRITE, laddr, lkey, len, raddr, rkey);
 }
 
 /** Builds a put whose payload travels in the WQE (len <= GPUIC_WQE_MAX_INLINE). */
@@ -340,11 +351,7 @@ static inline GPUIC_HOST_DEVICE unsigned gpuic_wqe_build_get(gpuic_wqe_t *wqe,
                                                              uint32_t len, uint64_t raddr,
                                                              uint32_t rkey)
 {
-    gpuic_wqe_set_ctrl((gpuic_wqe_ctrl_seg_t *)gpuic_wqe_seg(wqe, 0), h->wqe_index,
-                       GPUIC_WQE_OP_RDMA_READ, 0, h->target, h->flags, 3, 0, 0);
-    gpuic_wqe_set_raddr((gpuic_wqe_raddr_seg_t *)gpuic_wqe_seg(wqe, 1), raddr, rkey);
-    gpuic_wqe_set_data((gpuic_wqe_data_seg_t *)gpuic_wqe_seg(wqe, 2), len, lkey, laddr);
-    return 1;
+    return gpuic_wqe_build_rdma(wqe, h, GPUIC_WQE_OP_RDMA_READ, laddr, lkey, len, raddr, rkey);
 }
 
 /**
