@@ -393,6 +393,28 @@ static gpuic_status_t gpuic_proxy_copy(gpuic_proxy_t *proxy, const gpuic_wqe_des
                               len);
 }
 
+/* The data of a put-with-signal, complete at the target on return (the signal may follow):
+ * a synchronous copy through a direct entry's mapping, or a UCX put and an endpoint flush. */
+static gpuic_status_t gpuic_proxy_put_signal_data(gpuic_proxy_t *proxy,
+                                                  const gpuic_wqe_desc_t *d,
+                                                  const gpuic_keytable_entry_t *e)
+{
+    gpuic_status_t status;
+
+    if (d->len == 0) {
+        return GPUIC_OK;
+    }
+    if (e->direct) {
+        return proxy->params.copy((void *)(uintptr_t)d->raddr,
+                                  (const void *)(uintptr_t)d->laddr, d->len);
+    }
+    status = gpuic_rma_put(e->ep, (const void *)(uintptr_t)d->laddr, d->len, d->raddr, e->rkey);
+    if (status == GPUIC_OK) {
+        status = gpuic_ep_flush(e->ep);
+    }
+    return status;
+}
+
 /* Put-with-signal where the data or the signal word is reached through a mapping: the copies
  * are synchronous, so the data is in place before the signal is written.  Only a signal set
  * can be done by a copy; an add would not be atomic against the target's own updates. */
@@ -401,24 +423,13 @@ static gpuic_status_t gpuic_proxy_put_signal_direct(gpuic_proxy_t *proxy,
                                                     const gpuic_keytable_entry_t *e,
                                                     const gpuic_keytable_entry_t *se)
 {
-    gpuic_status_t status = GPUIC_OK;
     uint64_t value = d->ext_value;
+    gpuic_status_t status;
 
     if (!se->direct || d->ext_op == GPUIC_SIGNAL_ADD || proxy->params.copy == NULL) {
         return GPUIC_ERR_UNSUPPORTED;
     }
-    if (d->len != 0) {
-        if (e->direct) {
-            status = proxy->params.copy((void *)(uintptr_t)d->raddr,
-                                        (const void *)(uintptr_t)d->laddr, d->len);
-        } else {
-            status = gpuic_rma_put(e->ep, (const void *)(uintptr_t)d->laddr, d->len, d->raddr,
-                                   e->rkey);
-            if (status == GPUIC_OK) {
-                status = gpuic_ep_flush(e->ep);
-            }
-        }
-    }
+    status = gpuic_proxy_put_signal_data(proxy, d, e);
     if (status != GPUIC_OK) {
         return status;
     }
@@ -519,14 +530,8 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         if (e->direct || se->direct) {
             return gpuic_proxy_put_signal_direct(proxy, d, e, se);
         }
-        if (d->len != 0) {
-            status = gpuic_rma_put(e->ep, (const void *)(uintptr_t)d->laddr, d->len, d->raddr,
-                                   e->rkey);
-            /* the data must be complete at the target before the signal can be seen */
-            if (status == GPUIC_OK) {
-                status = gpuic_ep_flush(e->ep);
-            }
-        }
+        /* the data must be complete at the target before the signal can be seen */
+        status = gpuic_proxy_put_signal_data(proxy, d, e);
         if (status != GPUIC_OK) {
             return status;
         }
