@@ -709,7 +709,8 @@ static void gpuic_proxy_retire(gpuic_proxy_t *proxy)
             }
             round->local_applied = 1;
         }
-        if (!round->flush_done) {
+        if (!round->flush_done ||
+            __atomic_load_n(&proxy->test_fault, __ATOMIC_RELAXED) == GPUIC_PROXY_FAULT_UNFLUSHED) {
             return;
         }
 #ifdef GPUIC_TRACE
@@ -845,16 +846,28 @@ static void gpuic_proxy_waiter_wake(gpuic_ring_waiter_t *waiter)
     pthread_mutex_unlock(&proxy->wake_lock);
 }
 
-/* Progress until every round is retired (used when stopping and removing a ring). */
-static void gpuic_proxy_drain_locked(gpuic_proxy_t *proxy)
+/*
+ * Progress until every round is retired (used when stopping and removing a ring).  Bounded by
+ * the context's timeout: a round whose flush never completes (a peer that died) would
+ * otherwise hold window release and finalize forever.  GPUIC_ERR_TIMED_OUT leaves the
+ * unretired rounds in the FIFO; they still point into their queues, which must then outlive
+ * the proxy.
+ */
+static gpuic_status_t gpuic_proxy_drain_locked(gpuic_proxy_t *proxy)
 {
-    unsigned spins = 0;
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    unsigned progressed;
 
-    while (gpuic_proxy_round(proxy) != 0 || proxy->fifo_head != NULL) {
-        if (gpuic_context_progress(proxy->params.ctx) == 0) {
-            gpuic_context_wait_idle(proxy->params.ctx, ++spins);
-        }
+    for (;;) {
+        progressed = gpuic_proxy_round(proxy);
+        progressed += gpuic_context_progress(proxy->params.ctx);
         gpuic_proxy_retire(proxy);
+        if (progressed == 0 && proxy->fifo_head == NULL) {
+            return GPUIC_OK;
+        }
+        if (gpuic_context_wait_round(proxy->params.ctx, &wait, progressed) != GPUIC_OK) {
+            return GPUIC_ERR_TIMED_OUT;
+        }
     }
 }
 
@@ -1047,7 +1060,11 @@ static void *gpuic_proxy_main(void *arg)
         }
     }
     pthread_mutex_lock(&proxy->ctx_lock);
-    gpuic_proxy_drain_locked(proxy);
+    if (gpuic_proxy_drain_locked(proxy) != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "proxy: operations still incomplete after the %.1f s "
+                  "timeout at shutdown (a peer unreachable?); abandoning them",
+                  gpuic_context_timeout(proxy->params.ctx));
+    }
     pthread_mutex_unlock(&proxy->ctx_lock);
     __atomic_store_n(&proxy->health.exited, 1, __ATOMIC_RELEASE);
     return NULL;
@@ -1207,7 +1224,12 @@ gpuic_status_t gpuic_proxy_remove(gpuic_proxy_t *proxy, gpuic_ring_t *ring)
             continue;
         }
         /* complete what was consumed: its rounds point into this queue's window */
-        gpuic_proxy_drain_locked(proxy);
+        if (gpuic_proxy_drain_locked(proxy) != GPUIC_OK) {
+            /* still attached: the caller keeps the queue's objects alive (the error is the
+             * caller's to report, with the window it knows) */
+            status = GPUIC_ERR_TIMED_OUT;
+            break;
+        }
         gpuic_ring_set_waiter(ring, NULL);
         free(proxy->queues[i].tally_stamp);
         free(proxy->queues[i].tally_index);

@@ -110,7 +110,8 @@ gpuic_status_t gpuic_proxy_create(const gpuic_proxy_params_t *params, gpuic_prox
 
 /**
  * Drains what producers have published, completes it, stops the thread and frees the proxy.
- * Producers must have stopped.
+ * Producers must have stopped.  Completion is awaited for at most the context's timeout;
+ * work still incomplete then is abandoned (logged), and its memory is not freed.
  */
 void gpuic_proxy_destroy(gpuic_proxy_t *proxy);
 
@@ -123,8 +124,11 @@ void gpuic_proxy_destroy(gpuic_proxy_t *proxy);
 gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *queue);
 
 /**
- * Stops draining @p ring after completing everything consumed from it.
- * @return GPUIC_OK or GPUIC_ERR_INVALID_PARAM (not attached).
+ * Stops draining @p ring after completing everything consumed from it.  Waits at most the
+ * context's timeout (gpuic_context_set_timeout()) for that completion.
+ * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM (not attached) or GPUIC_ERR_TIMED_OUT (some of
+ *         the proxy's work did not complete in time: the ring stays attached, and the queue's
+ *         objects must stay alive until gpuic_proxy_destroy(), or be leaked).
  */
 gpuic_status_t gpuic_proxy_remove(gpuic_proxy_t *proxy, gpuic_ring_t *ring);
 

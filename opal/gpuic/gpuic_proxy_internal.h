@@ -24,8 +24,11 @@ typedef enum gpuic_proxy_fault {
     GPUIC_PROXY_FAULT_NONE, /**< run normally (clears a hang) */
     GPUIC_PROXY_FAULT_EXIT, /**< return from the thread at its next pass, draining nothing,
                                  as if it had died */
-    GPUIC_PROXY_FAULT_HANG  /**< stop at its next pass (heartbeat standing still) until the
+    GPUIC_PROXY_FAULT_HANG, /**< stop at its next pass (heartbeat standing still) until the
                                  fault is cleared or the proxy destroyed */
+    GPUIC_PROXY_FAULT_UNFLUSHED /**< keep running, but treat no round as flushed (a transport
+                                     that never completes a flush, as to a dead peer) until
+                                     the fault is cleared */
 } gpuic_proxy_fault_t;
 
 /**

@@ -8,7 +8,11 @@
  *  3. a producer reserves a slot, counts it posted and does not commit (stuck queue): the
  *     flush returns GPUIC_ERR_QUEUE_STUCK after the timeout; once the producer publishes,
  *     the flush completes and the data arrives;
- *  4. a healthy proxy idle for longer than the timeout is not taken for a failed one.
+ *  4. a healthy proxy idle for longer than the timeout is not taken for a failed one;
+ *  5. a round whose flush never completes (test fault: a transport that lost its peer) at
+ *     gpuic_proxy_remove(): the removal gives up after the context's timeout with
+ *     GPUIC_ERR_TIMED_OUT and leaves the ring attached; once flushes complete again the
+ *     removal succeeds and the data is there.
  * Every bound is the wait's own timeout: a missed detection fails as GPUIC_ERR_TIMED_OUT.
  */
 #include <stdint.h>
@@ -156,11 +160,44 @@ static void test_idle_is_not_stalled(void)
     teardown(&f, ring);
 }
 
+static void test_remove_unflushed(void)
+{
+    fixture_t f;
+    gpuic_ring_t *ring;
+    gpuic_wqe_t w;
+    uint64_t v = 0x7777;
+    struct timespec t0, t1;
+    double took;
+
+    if (!setup(&f, &ring, STALL_S)) {
+        CHECK(!"fixture");
+        return;
+    }
+    gpuic_proxy_test_fault(f.proxy, GPUIC_PROXY_FAULT_UNFLUSHED);
+    put_wqe(&f, &w, &v, 16);
+    fixture_post(&f, ring, &w, 1, 0, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK(gpuic_proxy_remove(f.proxy, ring) == GPUIC_ERR_TIMED_OUT);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    CHECK(took >= STALL_S * 0.9 && took < 10 * STALL_S + 5);
+    /* not completed, so not reported complete */
+    CHECK(gpuic_cmpl_wait(f.cmpl, 0, GPUIC_CMPL_REMOTE, 1000000ull) != GPUIC_OK);
+    gpuic_proxy_test_fault(f.proxy, GPUIC_PROXY_FAULT_NONE);
+    CHECK(gpuic_proxy_remove(f.proxy, ring) == GPUIC_OK);
+    CHECK(gpuic_cmpl_wait(f.cmpl, 0, GPUIC_CMPL_REMOTE, WAIT_BOUND_NS) == GPUIC_OK);
+    CHECK(read_region(&f, 16) == v);
+    CHECK(gpuic_proxy_remove(f.proxy, ring) == GPUIC_ERR_INVALID_PARAM);
+    fixture_destroy(&f);
+    gpuic_ring_destroy(ring);
+}
+
 int main(void)
 {
     test_dead_proxy();
     test_hung_proxy();
     test_stuck_queue();
     test_idle_is_not_stalled();
+    test_remove_unflushed();
     return unit_test_result("test_proxy_health");
 }

@@ -364,9 +364,16 @@ void ompi_osc_gpuic_devqueue_release(ompi_osc_gpuic_module_t *module)
     if (q == NULL) {
         return;
     }
-    if (q->attached) {
-        /* completes what was published; later entries can no longer arrive */
-        (void)gpuic_proxy_remove(c->proxy, q->ring);
+    if (q->attached && gpuic_proxy_remove(c->proxy, q->ring) != GPUIC_OK) {
+        /* The proxy's rounds still point into the queue (a peer that no longer completes
+         * anything): its memory, keys and counters are kept for the rest of the process
+         * rather than freed under the proxy. */
+        gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: device operations through the proxy "
+                  "did not complete within osc_gpuic_timeout (%.1f s); the window's device "
+                  "queue is abandoned", ompi_osc_gpuic_rank(module), module->id,
+                  mca_osc_gpuic_component.timeout);
+        module->devq = NULL;
+        return;
     }
     if (c->proxy != NULL) {
         gpuic_proxy_pause(c->proxy);
