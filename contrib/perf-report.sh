@@ -6,7 +6,8 @@
 #   --quick  fewer sizes and iterations: a few minutes on a 2-core machine
 #   --tidy   leave only what a committed report needs: drops the per-run mpirun logs, the PNG
 #            plots (report.md uses SVG), NVSHMEM's build products, and writes paths relative
-#            to the repository (about 40 files in all on a GPU machine)
+#            to the repository, and keeps a benchmark's console log only where it failed
+#            (about 40 files in all on a GPU machine, 27 without a GPU)
 #
 # Always (host):
 #   host-bench/   contrib/bench/run-bench.sh: osc_bench under gpuic, osc/ucx, osc/rdma,
@@ -156,6 +157,10 @@ if [ "$tidy" = 1 ]; then
     rm -rf "$out/host-bench/logs"
     rm -f "$out"/host-bench/*.png "$out/device/nvshmem_bench" "$out/device/nvshmem_stream_bench" \
         "$out/device/libnvshmem_host.so"
+    # a benchmark's console log only where it did not pass (its results are in its folder)
+    for part in host-bench device-bench; do
+        grep -q "^$part|ok|" "$status" && rm -f "$out/$part.log"
+    done
     grep -rlF "$top/" "$out" 2>/dev/null | while read -r f; do sed -i "s#$top/#./#g" "$f"; done
 fi
 python3 "$top/contrib/perf_report.py" "$out" || { echo "perf-report: report failed" >&2; exit 1; }
