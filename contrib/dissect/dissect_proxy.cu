@@ -57,6 +57,19 @@ static const char *const proxy_op_names[] = {"put", "get", "atomic", "flush", "p
  * cycle count when the call began (flush rows) and when the completion was seen. */
 #define SCRATCH_PER_OP 3
 
+/* Reads the cycle counter just after %globaltimer advances, into *g and *c: an anchor exact to
+ * a few cycles even where the timer advances in microsecond steps (a reading at an arbitrary
+ * moment would be up to one step behind). */
+__device__ static void proxy_anchor(uint64_t *g, uint64_t *c)
+{
+    uint64_t g0 = gpuic_trace_now(), g1;
+
+    while ((g1 = gpuic_trace_now()) == g0) {
+    }
+    *c = (uint64_t)clock64();
+    *g = g1;
+}
+
 /*
  * One thread posts @p iters operations one at a time, each followed by what observes its
  * completion.  info receives: [0] smallest %globaltimer step seen, [1] timer at the start of
@@ -79,8 +92,7 @@ __global__ void k_proxy(MPIX_Win_device win, uint64_t *scratch, uint64_t *info, 
         prev = now;
     }
     info[0] = step;
-    info[1] = gpuic_trace_now();
-    info[2] = (uint64_t)clock64();
+    proxy_anchor(&info[1], &info[2]);
     for (int i = 0; i < iters && rc == MPI_SUCCESS; ++i) {
         /* the only producer: the next reservation is this operation's entry */
         uint64_t seq = *(volatile unsigned long long *)&t.queue->reserve;
@@ -116,8 +128,7 @@ __global__ void k_proxy(MPIX_Win_device win, uint64_t *scratch, uint64_t *info, 
         scratch[SCRATCH_PER_OP * i + 1] = c0;
         scratch[SCRATCH_PER_OP * i + 2] = (uint64_t)clock64();
     }
-    info[3] = gpuic_trace_now();
-    info[4] = (uint64_t)clock64();
+    proxy_anchor(&info[3], &info[4]);
     info[5] = (uint64_t)rc;
 }
 
