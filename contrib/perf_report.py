@@ -190,9 +190,12 @@ def dissect_section(out, lines, gpu):
         if os.path.exists(os.path.join(d, f"dissect-host-{label}.svg")):
             lines += [f"![{label}](dissect/dissect-host-{label}.svg)", ""]
         lines += [l.replace("### ", "#### ") for l in md.splitlines()] + [""]
-    for path in ("p2p", "proxy"):
+    gpu_paths = {"p2p": "p2p path: device API loads and stores through CUDA IPC (no proxy)",
+                 "proxy": "proxy path: GPU threads post entries into a device queue, the proxy "
+                          "thread executes them (UCX loopback to host memory)"}
+    for path, title in gpu_paths.items():
         md = read(os.path.join(d, f"dissect-{path}.md"))
-        lines += [f"### {path} path", ""]
+        lines += [f"### {title}", ""]
         if md:
             if os.path.exists(os.path.join(d, f"dissect-{path}.svg")):
                 lines += [f"![{path}](dissect/dissect-{path}.svg)", ""]

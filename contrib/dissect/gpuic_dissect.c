@@ -7,10 +7,8 @@
  * Paths:
  *   host   a host thread posts WQEs to a proxy ring; the proxy executes them over UCX
  *          loopback (this process is origin and target).
- *   proxy  WQEs posted by a kernel to a proxy ring: the same setup as the host path with the
- *          ring and the trace mapped into the device (gpuic_trace_view(trace, 1)) and a
- *          producer kernel stamping through gpuic_trace.h; reported as not available until
- *          the proxy drains device-producer rings.
+ *   proxy  entries posted by GPU threads through the device API: the separate CUDA program
+ *          dissect_proxy (run it through contrib/gpuic-dissect --path proxy).
  *   p2p    the device API's direct stores (CUDA IPC): the separate program dissect_p2p,
  *          run under mpirun with two ranks.
  *
@@ -303,7 +301,8 @@ static int host_run(const dissect_opts_t *o, FILE *out)
 
 static const dissect_path_t dissect_paths[] = {
     {"host", host_run, NULL},
-    {"proxy", NULL, "the proxy does not drain device-producer rings in this build"},
+    {"proxy", NULL, "the proxy path with GPU producers is the CUDA program dissect_proxy (run "
+                    "it through contrib/gpuic-dissect --path proxy)"},
     {"p2p", NULL, "the p2p path is the MPI+CUDA program dissect_p2p (run it through "
                   "contrib/gpuic-dissect --path p2p)"},
 };

@@ -57,6 +57,94 @@ __device__ static inline uint64_t gpuic_dev_proxy_load_done(const uint64_t *done
     return v;
 }
 
+/*
+ * Stage stamps of proxy entries (gpuic_trace.h, docs/dissection.md).  Compiled only into
+ * device code built with MPIX_GPUIC_DEVICE_TRACE defined before mpix_gpuic_device.cuh is
+ * included (the dissection program dissect_proxy does); without it the hooks below are empty
+ * and the generated code is the same as without them.  Even when compiled in, a queue whose
+ * trace_records is NULL is not stamped (one load and one branch per entry).
+ *
+ * Who stamps what, in the record of the entry's first slot: the producing thread issue (the
+ * call began), written (slots reserved, entry built), fenced (the system-scope fence after the
+ * slot stores done) and doorbell (head marker stored); the proxy thread pickup, issued and
+ * remote (a libgpuic with tracing, see gpuic_trace.h); whoever observes the completion seen.
+ * The record is opened before the entry is published, so the proxy's stamps never meet a
+ * record still being opened; fenced and doorbell are stored after the marker (they cannot be
+ * known before), into words nobody else writes.  Stamps read MPIX_GPUIC_DEVICE_TRACE_CLOCK(),
+ * %globaltimer unless the includer defines it otherwise.
+ */
+#ifdef MPIX_GPUIC_DEVICE_TRACE
+#include <gpuic/gpuic_trace.h>
+#ifndef MPIX_GPUIC_DEVICE_TRACE_CLOCK
+#define MPIX_GPUIC_DEVICE_TRACE_CLOCK() gpuic_trace_now()
+#endif
+
+/* The queue's trace as gpuic_trace.h's helpers take it (NULL records: not traced). */
+__device__ static inline gpuic_trace_view_t gpuic_dev_proxy_trace_view(
+    const MPIX_Gpuic_device_queue *q)
+{
+    gpuic_trace_view_t v;
+
+    v.records = (gpuic_trace_record_t *)q->trace_records;
+    v.mask = q->trace_mask;
+    return v;
+}
+#endif
+
+/* A stamp now, when stamps are compiled in; 0 otherwise. */
+__device__ static inline uint64_t gpuic_dev_proxy_trace_now(void)
+{
+#ifdef MPIX_GPUIC_DEVICE_TRACE
+    return MPIX_GPUIC_DEVICE_TRACE_CLOCK();
+#else
+    return 0;
+#endif
+}
+
+/* The entry at @p seq is built: opens its record with issue = @p t_issue and written = now.
+ * Before the entry's publish. */
+__device__ static inline void gpuic_dev_proxy_trace_open(const MPIX_Gpuic_device_queue *q,
+                                                         uint64_t seq, uint8_t opcode,
+                                                         size_t len, uint64_t t_issue)
+{
+#ifdef MPIX_GPUIC_DEVICE_TRACE
+    gpuic_trace_view_t v = gpuic_dev_proxy_trace_view(q);
+
+    if (v.records != NULL) {
+        uint64_t t = MPIX_GPUIC_DEVICE_TRACE_CLOCK();
+
+        gpuic_trace_open(v, seq, opcode, (uint32_t)len, GPUIC_TRACE_CLOCK_DEVICE, t_issue);
+        gpuic_trace_record(v, seq)->t[GPUIC_TRACE_WRITTEN] = t;
+    }
+#else
+    (void)q, (void)seq, (void)opcode, (void)len, (void)t_issue;
+#endif
+}
+
+/* @p count entries of @p nbb blocks from @p first on are published: fenced at @p t_fenced,
+ * their head markers stored now. */
+__device__ static inline void gpuic_dev_proxy_trace_published(const MPIX_Gpuic_device_queue *q,
+                                                              uint64_t first, unsigned count,
+                                                              unsigned nbb, uint64_t t_fenced)
+{
+#ifdef MPIX_GPUIC_DEVICE_TRACE
+    gpuic_trace_view_t v = gpuic_dev_proxy_trace_view(q);
+
+    if (v.records != NULL) {
+        uint64_t t = MPIX_GPUIC_DEVICE_TRACE_CLOCK();
+
+        for (unsigned i = 0; i < count; ++i) {
+            gpuic_trace_record_t *r = gpuic_trace_record(v, first + (uint64_t)i * nbb);
+
+            r->t[GPUIC_TRACE_FENCED] = t_fenced;
+            r->t[GPUIC_TRACE_DOORBELL] = t;
+        }
+    }
+#else
+    (void)q, (void)first, (void)count, (void)nbb, (void)t_fenced;
+#endif
+}
+
 /* Device-scope acquire load and release max of the queue's producer words: they order GPU
  * producers among themselves (all on this GPU). */
 __device__ static inline unsigned long long gpuic_dev_proxy_ld_acquire(
@@ -212,14 +300,16 @@ __device__ static inline void gpuic_dev_proxy_write(MPIX_Gpuic_device_queue *q, 
 __device__ static inline void gpuic_dev_proxy_publish(MPIX_Gpuic_device_queue *q, uint64_t first,
                                                       unsigned count, unsigned nbb)
 {
-    uint64_t mask = q->size - 1;
+    uint64_t mask = q->size - 1, t_fenced;
 
     gpuic_dev_fence_wqe_to_proxy();
+    t_fenced = gpuic_dev_proxy_trace_now();
     for (unsigned i = 0; i < count; ++i) {
         uint64_t seq = first + (uint64_t)i * nbb;
 
         *(volatile uint64_t *)&q->markers[seq & mask] = gpuic_ring_marker(seq, 0);
     }
+    gpuic_dev_proxy_trace_published(q, first, count, nbb, t_fenced);
 }
 
 /*
@@ -308,7 +398,7 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
 {
     MPIX_Gpuic_device_queue *q = t->queue;
     gpuic_wqe_t wqe;
-    uint64_t seq;
+    uint64_t seq, t0 = gpuic_dev_proxy_trace_now();
     int rc;
 
     if (bytes <= GPUIC_WQE_MAX_INLINE) {
@@ -322,6 +412,7 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
         }
         h = gpuic_dev_proxy_hdr(t, seq);
         gpuic_wqe_build_put_inline(&wqe, &h, origin, (uint32_t)bytes, raddr, t->key);
+        gpuic_dev_proxy_trace_open(q, seq, GPUIC_WQE_OP_RDMA_WRITE, bytes, t0);
         gpuic_dev_proxy_write(q, seq, &wqe, nbb);
         gpuic_dev_proxy_publish_warp(q, first, total, nbb);
         return MPI_SUCCESS;
@@ -343,6 +434,7 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
 
             gpuic_dev_copy(stage, (const char *)origin + off, len, 0, 1);
             gpuic_wqe_build_put(&wqe, &h, host, 0, (uint32_t)len, raddr + off, t->key);
+            gpuic_dev_proxy_trace_open(q, seq + i, GPUIC_WQE_OP_RDMA_WRITE, len, t0);
             gpuic_dev_proxy_write(q, seq + i, &wqe, 1);
             off += len;
         }
@@ -357,7 +449,7 @@ __device__ static inline int gpuic_dev_proxy_get(const MPIX_Device_target *t, vo
 {
     MPIX_Gpuic_device_queue *q = t->queue;
     gpuic_wqe_t wqe;
-    uint64_t seq;
+    uint64_t seq, t0 = gpuic_dev_proxy_trace_now();
     int rc;
 
     for (size_t off = 0; off < bytes;) {
@@ -376,6 +468,7 @@ __device__ static inline int gpuic_dev_proxy_get(const MPIX_Device_target *t, vo
 
             gpuic_dev_proxy_stage(q, seq + i, &host);
             gpuic_wqe_build_get(&wqe, &h, host, 0, (uint32_t)len, raddr + pos, t->key);
+            gpuic_dev_proxy_trace_open(q, seq + i, GPUIC_WQE_OP_RDMA_READ, len, t0);
             gpuic_dev_proxy_write(q, seq + i, &wqe, 1);
             pos += len;
         }
@@ -406,6 +499,7 @@ __device__ static inline int gpuic_dev_proxy_atomic(const MPIX_Device_target *t,
     gpuic_wqe_hdr_t h;
     uint64_t seq, host;
     const char *stage;
+    uint64_t t0 = gpuic_dev_proxy_trace_now();
     int rc = gpuic_dev_proxy_reserve(t, 1, &seq);
 
     if (rc != MPI_SUCCESS) {
@@ -414,6 +508,7 @@ __device__ static inline int gpuic_dev_proxy_atomic(const MPIX_Device_target *t,
     h = gpuic_dev_proxy_hdr(t, seq);
     stage = gpuic_dev_proxy_stage(q, seq, &host);
     gpuic_wqe_build_atomic(&wqe, &h, opcode, swap_add, compare, host, 0, raddr, t->key);
+    gpuic_dev_proxy_trace_open(q, seq, opcode, 8, t0);
     gpuic_dev_proxy_write(q, seq, &wqe, 1);
     gpuic_dev_proxy_publish(q, seq, 1, 1);
     rc = gpuic_dev_proxy_wait(t, seq + 1);
@@ -435,7 +530,7 @@ __device__ static inline int gpuic_dev_proxy_put_signal(const MPIX_Device_target
     size_t head = 0, last;
     gpuic_wqe_t wqe;
     gpuic_wqe_hdr_t h;
-    uint64_t seq, host;
+    uint64_t seq, host, t0 = gpuic_dev_proxy_trace_now();
     char *stage;
     int rc;
 
@@ -460,6 +555,7 @@ __device__ static inline int gpuic_dev_proxy_put_signal(const MPIX_Device_target
     gpuic_dev_copy(stage, (const char *)origin + head, last, 0, 1);
     gpuic_wqe_build_put_signal(&wqe, &h, host, 0, (uint32_t)last, raddr + head, t->key,
                                sig_raddr, t->key, sig_op, value);
+    gpuic_dev_proxy_trace_open(q, seq, GPUIC_WQE_OP_PUT_SIGNAL, last, t0);
     gpuic_dev_proxy_write(q, seq, &wqe, 2);
     gpuic_dev_proxy_publish(q, seq, 1, 2);
     return MPI_SUCCESS;

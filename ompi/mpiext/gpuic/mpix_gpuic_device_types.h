@@ -77,6 +77,11 @@ typedef struct MPIX_Gpuic_device_queue {
     uint64_t timeout_ns;      /**< longest wait for the proxy, 0: forever */
     uint32_t size;            /**< slots, a power of two */
     uint32_t stage_bytes;     /**< staging bytes per slot (a multiple of 64) */
+    /** Stage stamps of the entries: device address of a gpuic_trace_record_t array
+     *  (gpuic_trace.h) indexed by sequence number, or NULL (nothing stamped).  Read only by
+     *  device code compiled with MPIX_GPUIC_DEVICE_TRACE (mpix_gpuic_device_proxy.cuh). */
+    void    *trace_records;
+    uint64_t trace_mask;      /**< records - 1 (a power of two minus one, at least size - 1) */
 } MPIX_Gpuic_device_queue;
 
 /** The device handle's structure. */
