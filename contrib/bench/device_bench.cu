@@ -22,7 +22,9 @@
  *   gpuic get                 8 B get, per operation
  *   gpuic fetch_add           8 B fetch-and-add, per operation
  *   gpuic msg_rate            8 B puts from blocks x threads, then one flush each
- *   gpuic put_bw              MPIX_Put_device_block from 132 blocks, 8 B .. --max-bytes
+ *   gpuic put_bw              MPIX_Put_device_block from 132 blocks of 1024 threads, each
+ *                             block its slice (unaligned in general), 8 B .. --max-bytes
+ *   gpuic get_bw              the same with MPIX_Get_device_block (remote loads; P2P runs)
  *   floor ipc_store_pingpong  raw stores + fence through the same CUDA IPC mapping, one way
  *   floor gpu_cpu_gpu_rtt     kernel -> host thread -> kernel through mapped pinned memory
  *   floor cudaMemcpy_8B       host cudaMemcpy of 8 bytes device to peer device
@@ -194,6 +196,9 @@ __global__ void k_rate(MPIX_Win_device win, int peer, int per_thread, const uint
     MPIX_Win_flush_device(peer, win);
 }
 
+/* Bandwidth: each block puts its slice of the buffer (any size: the slices need not be
+ * aligned), then flushes.  Launched with 1024 threads a block: the launch fails if the kernel
+ * ever needs more than 64 registers a thread (the loop below checks for it). */
 __global__ void k_bw(MPIX_Win_device win, int peer, const char *src, size_t bytes,
                      size_t win_off)
 {
@@ -204,6 +209,18 @@ __global__ void k_bw(MPIX_Win_device win, int peer, const char *src, size_t byte
         MPIX_Put_device_block(src + off, len, peer, (MPI_Aint)(win_off + off), win);
     }
     if (threadIdx.x == 0) MPIX_Win_flush_device(peer, win);
+}
+
+/* The same with gets: each block reads its slice of the peer's window (remote loads). */
+__global__ void k_get_bw(MPIX_Win_device win, int peer, char *dst, size_t bytes,
+                         size_t win_off)
+{
+    size_t chunk = (bytes + gridDim.x - 1) / gridDim.x;
+    size_t off = chunk * blockIdx.x;
+    if (off < bytes) {
+        size_t len = bytes - off < chunk ? bytes - off : chunk;
+        MPIX_Get_device_block(dst + off, len, peer, (MPI_Aint)(win_off + off), win);
+    }
 }
 
 /* Dissection of put + flush on the same mapping: what a store, each fence flavour and the
@@ -486,23 +503,42 @@ int main(int argc, char **argv)
             cudaEventDestroy(e0);
             cudaEventDestroy(e1);
         }
-        /* bandwidth */
-        for (size_t bytes = 8; bytes <= max_bytes;
-             bytes = bw_next_size(bytes, max_bytes)) {
-            int reps = bytes < (1 << 20) ? 200 : 20;
-            cudaEvent_t e0, e1;
-            float ms;
-            cudaEventCreate(&e0);
-            cudaEventCreate(&e1);
-            k_bw<<<132, 1024>>>(h, peer, d_src, bytes, bw_off);
-            cudaEventRecord(e0);
-            for (int r = 0; r < reps; ++r) k_bw<<<132, 1024>>>(h, peer, d_src, bytes, bw_off);
-            cudaEventRecord(e1);
-            cudaEventSynchronize(e1);
-            cudaEventElapsedTime(&ms, e0, e1);
-            row(label, "put_bw", bytes, bytes * (double)reps / (ms * 1e-3) / 1e9, "GB/s");
-            cudaEventDestroy(e0);
-            cudaEventDestroy(e1);
+        /* bandwidth: puts (local loads, remote stores), then on the P2P path gets (remote
+         * loads; through the proxy they would double the run's time for no target) */
+        int kinds = !host_window && strcmp(label, "gpuic") == 0 ? 2 : 1;
+        for (int get = 0; get < kinds; ++get) {
+            for (size_t bytes = 8; bytes <= max_bytes;
+                 bytes = bw_next_size(bytes, max_bytes)) {
+                int reps = bytes < (1 << 20) ? 200 : 20;
+                cudaEvent_t e0, e1;
+                cudaError_t err;
+                float ms;
+                cudaEventCreate(&e0);
+                cudaEventCreate(&e1);
+                for (int r = 0; r <= reps; ++r) {
+                    if (r == 1) cudaEventRecord(e0); /* the first launch warms up */
+                    if (get) {
+                        k_get_bw<<<132, 1024>>>(h, peer, d_src, bytes, bw_off);
+                    } else {
+                        k_bw<<<132, 1024>>>(h, peer, d_src, bytes, bw_off);
+                    }
+                }
+                cudaEventRecord(e1);
+                cudaEventSynchronize(e1);
+                err = cudaGetLastError();
+                if (err != cudaSuccess) {
+                    /* a launch that failed (too many registers for 1024 threads) would
+                     * otherwise read as a huge bandwidth */
+                    fprintf(stderr, "device_bench: %s at %zu bytes: %s\n",
+                            get ? "k_get_bw" : "k_bw", bytes, cudaGetErrorString(err));
+                    break;
+                }
+                cudaEventElapsedTime(&ms, e0, e1);
+                row(label, get ? "get_bw" : "put_bw", bytes,
+                    bytes * (double)reps / (ms * 1e-3) / 1e9, "GB/s");
+                cudaEventDestroy(e0);
+                cudaEventDestroy(e1);
+            }
         }
     }
     MPI_Win_unlock_all(win);
