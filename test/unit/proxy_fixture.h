@@ -58,7 +58,16 @@ static inline int fixture_canaries_ok(fixture_t *f)
     return 1;
 }
 
-static inline int fixture_create(fixture_t *f, unsigned ntargets, size_t region_len)
+/* How fixture_create_kind() enters the regions in the key table. */
+typedef enum fixture_kind {
+    FIX_UCX,             /* endpoint and key: the proxy uses UCX */
+    FIX_HOST_CPU_ATOMICS,/* a mapping of host memory with CPU atomics, no endpoint */
+    FIX_HOST_UCX_ATOMICS,/* a mapping of host memory for data, endpoint and key for atomics */
+    FIX_HOST_NO_ATOMICS  /* a mapping of host memory only: atomics are refused */
+} fixture_kind_t;
+
+static inline int fixture_create_kind(fixture_t *f, unsigned ntargets, size_t region_len,
+                                      fixture_kind_t kind)
 {
     gpuic_context_params_t cp = {0};
     gpuic_proxy_params_t pp = {0};
@@ -90,8 +99,14 @@ static inline int fixture_create(fixture_t *f, unsigned ntargets, size_t region_
         CHECK(gpuic_mr_pack(f->mr[t], &blob, &blob_len) == GPUIC_OK);
         CHECK(gpuic_rkey_unpack(f->ep, blob, &f->rkey[t]) == GPUIC_OK);
         gpuic_mr_blob_release(blob);
-        e.ep = f->ep;
-        e.rkey = f->rkey[t];
+        if (kind == FIX_UCX || kind == FIX_HOST_UCX_ATOMICS) {
+            e.ep = f->ep;
+            e.rkey = f->rkey[t];
+        }
+        if (kind != FIX_UCX) {
+            e.direct = GPUIC_KEYTABLE_DIRECT_HOST;
+            e.cpu_atomics = kind == FIX_HOST_CPU_ATOMICS;
+        }
         e.base = fixture_raddr(f, t, 0);
         e.len = region_len;
         e.target = t;
@@ -100,6 +115,11 @@ static inline int fixture_create(fixture_t *f, unsigned ntargets, size_t region_
     pp.ctx = f->ctx;
     CHECK(gpuic_proxy_create(&pp, &f->proxy) == GPUIC_OK);
     return f->proxy != NULL;
+}
+
+static inline int fixture_create(fixture_t *f, unsigned ntargets, size_t region_len)
+{
+    return fixture_create_kind(f, ntargets, region_len, FIX_UCX);
 }
 
 static inline void fixture_destroy(fixture_t *f)
