@@ -56,6 +56,9 @@ typedef struct gpuic_keytable_entry {
      *  every process maps): CPU atomics are not atomic with a NIC's.  When 0 they go through
      *  ep and rkey, and are refused where there are none. */
     int          cpu_atomics;
+    /** Direct entries that also have ep and rkey: the owner's address of the region's first
+     *  byte, which UCX operations name (the WQE names addresses in the mapping). */
+    uint64_t     remote_base;
 } gpuic_keytable_entry_t;
 
 /**

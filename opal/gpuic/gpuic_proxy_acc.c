@@ -139,6 +139,9 @@ gpuic_status_t gpuic_proxy_atomic(const gpuic_keytable_entry_t *e, gpuic_atomic_
     if (e->ep == NULL || e->rkey == NULL) {
         return GPUIC_ERR_UNSUPPORTED; /* a mapping only: no atomic both sides share */
     }
+    if (e->direct) {
+        raddr = e->remote_base + (raddr - e->base); /* from the mapping to the owner's */
+    }
     if (old_p == NULL) {
         return gpuic_rma_atomic_post(e->ep, op, value, size, raddr, e->rkey);
     }

@@ -7,7 +7,10 @@
 #define GPUIC_PROXY_FIXTURE_H
 
 #include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +31,10 @@ typedef struct fixture {
     unsigned ntargets;
     size_t region_len;
     uint8_t *buf[FIX_MAX_TARGETS];     /* guard | region | guard */
+    /* FIX_HOST_UCX_ATOMICS: a second mapping of buf (WQEs name addresses in it, UCX the
+     * buffer's own), else buf */
+    uint8_t *alias[FIX_MAX_TARGETS];
+    int mapped;                        /* buf and alias come from mmap */
     gpuic_mr_t *mr[FIX_MAX_TARGETS];
     gpuic_rkey_t *rkey[FIX_MAX_TARGETS];
     uint32_t key[FIX_MAX_TARGETS];
@@ -39,9 +46,32 @@ static inline uint8_t *fixture_region(fixture_t *f, unsigned t)
     return f->buf[t] + FIX_GUARD;
 }
 
+/* The address WQEs name for byte @p off of target t's region. */
 static inline uint64_t fixture_raddr(fixture_t *f, unsigned t, size_t off)
 {
-    return (uint64_t)(uintptr_t)(fixture_region(f, t) + off);
+    return (uint64_t)(uintptr_t)(f->alias[t] + FIX_GUARD + off);
+}
+
+/* Maps @p len bytes of one shared-memory file twice; 0 on failure. */
+static inline int fixture_map_twice(size_t len, uint8_t **a, uint8_t **b)
+{
+    FILE *file = tmpfile();
+    int fd = file != NULL ? fileno(file) : -1;
+    void *p = MAP_FAILED, *q = MAP_FAILED;
+
+    if (fd >= 0 && ftruncate(fd, (off_t)len) == 0) {
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        q = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    if (file != NULL) {
+        fclose(file); /* the mappings keep the memory */
+    }
+    if (p == MAP_FAILED || q == MAP_FAILED) {
+        return 0;
+    }
+    *a = p;
+    *b = q;
+    return 1;
 }
 
 /* Non-zero while every canary byte around every region is intact. */
@@ -89,7 +119,13 @@ static inline int fixture_create_kind(fixture_t *f, unsigned ntargets, size_t re
     for (unsigned t = 0; t < ntargets; ++t) {
         gpuic_keytable_entry_t e = {0};
 
-        f->buf[t] = gpuic_mem_aligned(4096, region_len + 2 * FIX_GUARD);
+        f->mapped = kind == FIX_HOST_UCX_ATOMICS;
+        if (f->mapped) {
+            CHECK(fixture_map_twice(region_len + 2 * FIX_GUARD, &f->buf[t], &f->alias[t]));
+        } else {
+            f->buf[t] = gpuic_mem_aligned(4096, region_len + 2 * FIX_GUARD);
+            f->alias[t] = f->buf[t];
+        }
         memset(f->buf[t], FIX_CANARY, region_len + 2 * FIX_GUARD);
         memset(fixture_region(f, t), 0, region_len);
         /* register the whole buffer: the transport could reach the canaries, only the key
@@ -106,6 +142,7 @@ static inline int fixture_create_kind(fixture_t *f, unsigned ntargets, size_t re
         if (kind != FIX_UCX) {
             e.direct = GPUIC_KEYTABLE_DIRECT_HOST;
             e.cpu_atomics = kind == FIX_HOST_CPU_ATOMICS;
+            e.remote_base = (uint64_t)(uintptr_t)fixture_region(f, t);
         }
         e.base = fixture_raddr(f, t, 0);
         e.len = region_len;
@@ -128,7 +165,12 @@ static inline void fixture_destroy(fixture_t *f)
     for (unsigned t = 0; t < f->ntargets; ++t) {
         gpuic_rkey_destroy(f->rkey[t]);
         gpuic_mr_deregister(f->mr[t]);
-        free(f->buf[t]);
+        if (f->mapped) {
+            munmap(f->buf[t], f->region_len + 2 * FIX_GUARD);
+            munmap(f->alias[t], f->region_len + 2 * FIX_GUARD);
+        } else {
+            free(f->buf[t]);
+        }
     }
     gpuic_cmpl_destroy(f->cmpl);
     gpuic_keytable_destroy(f->keys);
