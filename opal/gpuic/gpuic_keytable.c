@@ -96,7 +96,11 @@ gpuic_status_t gpuic_keytable_insert(gpuic_keytable_t *kt, const gpuic_keytable_
 {
     gpuic_status_t status = GPUIC_ERR_NO_RESOURCE;
 
-    if ((!entry->direct && (entry->ep == NULL || entry->rkey == NULL)) ||
+    if ((entry->direct == GPUIC_KEYTABLE_DIRECT_NONE &&
+         (entry->ep == NULL || entry->rkey == NULL)) ||
+        (entry->direct != GPUIC_KEYTABLE_DIRECT_NONE && entry->direct != GPUIC_KEYTABLE_DIRECT_COPY &&
+         entry->direct != GPUIC_KEYTABLE_DIRECT_HOST) ||
+        (entry->cpu_atomics && entry->direct != GPUIC_KEYTABLE_DIRECT_HOST) ||
         entry->base + entry->len < entry->base) {
         gpuic_log(GPUIC_LOG_DEBUG, "key table insert: bad region");
         return GPUIC_ERR_INVALID_PARAM;

@@ -25,18 +25,40 @@ extern "C" {
 
 typedef struct gpuic_keytable gpuic_keytable_t;
 
+/** How the consumer reaches a region's data (gpuic_keytable_entry_t.direct). */
+typedef enum gpuic_keytable_direct {
+    GPUIC_KEYTABLE_DIRECT_NONE = 0, /**< through ep and rkey (UCX) */
+    /** Mapped in this process, device memory (e.g. a same-node GPU's window through CUDA
+     *  IPC): the consumer moves data with its copy function; atomics on it are refused
+     *  (device memory cannot be updated atomically from the host). */
+    GPUIC_KEYTABLE_DIRECT_COPY = 1,
+    /** Mapped in this process, host memory (e.g. a same-node peer's window through UCX's
+     *  shared-memory mapping): the consumer moves data with CPU loads and stores; atomics
+     *  as @c cpu_atomics says. */
+    GPUIC_KEYTABLE_DIRECT_HOST = 2
+} gpuic_keytable_direct_t;
+
 /** A registered remote region as the consumer needs it. */
 typedef struct gpuic_keytable_entry {
-    gpuic_ep_t   *ep;     /**< endpoint to the region's owner */
-    gpuic_rkey_t *rkey;   /**< unpacked UCX key of the region (owned by the caller) */
-    uint64_t     base;    /**< remote address of the region's first byte */
+    gpuic_ep_t   *ep;     /**< endpoint to the region's owner (may be NULL when direct) */
+    gpuic_rkey_t *rkey;   /**< unpacked UCX key of the region (owned by the caller; may be
+                               NULL when direct) */
+    uint64_t     base;    /**< address of the region's first byte: the owner's address, or
+                               this process's mapping of the region when direct */
     uint64_t     len;     /**< region length in bytes */
     uint32_t     target;  /**< target number (completion counter index) the region belongs to */
-    /** Instead of ep and rkey: the region is mapped in this process at @c base (base is then
-     *  a local address) and the consumer copies through the mapping itself.  Data moves
-     *  only; atomics on such a region are refused (device memory cannot be updated
-     *  atomically from the host). */
+    /** A gpuic_keytable_direct_t: the region is mapped in this process at @c base and data
+     *  moves through the mapping instead of ep and rkey. */
     int          direct;
+    /** GPUIC_KEYTABLE_DIRECT_HOST only: atomics, accumulates and signal updates on the region
+     *  are CPU atomic instructions on the mapping.  Set it only where every other agent that
+     *  updates the region atomically uses CPU atomics too (e.g. the host component on windows
+     *  every process maps): CPU atomics are not atomic with a NIC's.  When 0 they go through
+     *  ep and rkey, and are refused where there are none. */
+    int          cpu_atomics;
+    /** Direct entries that also have ep and rkey: the owner's address of the region's first
+     *  byte, which UCX operations name (the WQE names addresses in the mapping). */
+    uint64_t     remote_base;
 } gpuic_keytable_entry_t;
 
 /**
@@ -50,8 +72,9 @@ void gpuic_keytable_destroy(gpuic_keytable_t *kt);
 
 /**
  * Adds a region; *key_p receives the key WQEs put in their rkey field.  Thread-safe.
- * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM (no ep or rkey and not direct, or base + len
- *         overflows) or GPUIC_ERR_NO_RESOURCE (table full).
+ * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM (no ep or rkey and not direct, an unknown
+ *         direct kind, cpu_atomics on an entry that is not GPUIC_KEYTABLE_DIRECT_HOST, or
+ *         base + len overflows) or GPUIC_ERR_NO_RESOURCE (table full).
  */
 gpuic_status_t gpuic_keytable_insert(gpuic_keytable_t *kt, const gpuic_keytable_entry_t *entry,
                                      uint32_t *key_p);

@@ -76,6 +76,9 @@ struct gpuic_proxy_round {
     gpuic_rma_completion_t flush_comp;
     gpuic_proxy_round_t *next;
     int flush_done;
+    /* some operation of the round went to UCX: its completion needs the worker's flush (a
+     * round executed wholly through mappings is complete once executed) */
+    int ucx;
     gpuic_status_t flush_status;
     unsigned local_pending;   /* operations whose local completion is outstanding */
     int local_applied;
@@ -207,6 +210,7 @@ static gpuic_proxy_round_t *gpuic_proxy_round_get(gpuic_proxy_t *proxy)
     round->flush_comp.cb = gpuic_proxy_flush_done;
     round->next = NULL;
     round->flush_done = 0;
+    round->ucx = 0;
     round->flush_status = GPUIC_OK;
     round->local_pending = 0;
     round->local_applied = 0;
@@ -376,26 +380,40 @@ static gpuic_status_t gpuic_proxy_check(const gpuic_proxy_attached_t *a, uint32_
     return status;
 }
 
-/* Moves a put's or get's data through a direct entry's mapping (synchronous). */
-static gpuic_status_t gpuic_proxy_copy(gpuic_proxy_t *proxy, const gpuic_wqe_desc_t *d,
-                                       uint64_t raddr, uint32_t len)
+/* Copies through a direct entry's mapping (synchronous): CPU loads and stores for host
+ * memory, the copy function for device memory. */
+static gpuic_status_t gpuic_proxy_copy_direct(gpuic_proxy_t *proxy,
+                                              const gpuic_keytable_entry_t *e, void *dst,
+                                              const void *src, size_t len)
 {
-    void *remote = (void *)(uintptr_t)raddr;
-
+    if (e->direct == GPUIC_KEYTABLE_DIRECT_HOST) {
+        memcpy(dst, src, len);
+        return GPUIC_OK;
+    }
     if (proxy->params.copy == NULL) {
         return GPUIC_ERR_UNSUPPORTED;
     }
+    return proxy->params.copy(dst, src, len);
+}
+
+/* Moves a put's or get's data through a direct entry's mapping (synchronous). */
+static gpuic_status_t gpuic_proxy_copy(gpuic_proxy_t *proxy, const gpuic_keytable_entry_t *e,
+                                       const gpuic_wqe_desc_t *d, uint64_t raddr, uint32_t len)
+{
+    void *remote = (void *)(uintptr_t)raddr;
+
     if (d->opcode == GPUIC_WQE_OP_RDMA_READ) {
-        return proxy->params.copy((void *)(uintptr_t)d->laddr, remote, len);
+        return gpuic_proxy_copy_direct(proxy, e, (void *)(uintptr_t)d->laddr, remote, len);
     }
-    return proxy->params.copy(remote, d->inline_data != NULL ? (const void *)d->inline_data
-                                                             : (const void *)(uintptr_t)d->laddr,
-                              len);
+    return gpuic_proxy_copy_direct(proxy, e, remote,
+                                   d->inline_data != NULL ? (const void *)d->inline_data
+                                                          : (const void *)(uintptr_t)d->laddr,
+                                   len);
 }
 
 /* The data of a put-with-signal, complete at the target on return (the signal may follow):
  * a synchronous copy through a direct entry's mapping, or a UCX put and an endpoint flush. */
-static gpuic_status_t gpuic_proxy_put_signal_data(gpuic_proxy_t *proxy,
+static gpuic_status_t gpuic_proxy_put_signal_data(gpuic_proxy_t *proxy, gpuic_proxy_op_t *op,
                                                   const gpuic_wqe_desc_t *d,
                                                   const gpuic_keytable_entry_t *e)
 {
@@ -405,9 +423,10 @@ static gpuic_status_t gpuic_proxy_put_signal_data(gpuic_proxy_t *proxy,
         return GPUIC_OK;
     }
     if (e->direct) {
-        return proxy->params.copy((void *)(uintptr_t)d->raddr,
-                                  (const void *)(uintptr_t)d->laddr, d->len);
+        return gpuic_proxy_copy_direct(proxy, e, (void *)(uintptr_t)d->raddr,
+                                       (const void *)(uintptr_t)d->laddr, d->len);
     }
+    op->round->ucx = 1;
     status = gpuic_rma_put(e->ep, (const void *)(uintptr_t)d->laddr, d->len, d->raddr, e->rkey);
     if (status == GPUIC_OK) {
         status = gpuic_ep_flush(e->ep);
@@ -415,25 +434,36 @@ static gpuic_status_t gpuic_proxy_put_signal_data(gpuic_proxy_t *proxy,
     return status;
 }
 
-/* Put-with-signal where the data or the signal word is reached through a mapping: the copies
- * are synchronous, so the data is in place before the signal is written.  Only a signal set
- * can be done by a copy; an add would not be atomic against the target's own updates. */
-static gpuic_status_t gpuic_proxy_put_signal_direct(gpuic_proxy_t *proxy,
-                                                    const gpuic_wqe_desc_t *d,
-                                                    const gpuic_keytable_entry_t *e,
-                                                    const gpuic_keytable_entry_t *se)
+/* The signal update of a put-with-signal, once its data is in place: an atomic (CPU or UCX,
+ * as the signal word's entry says, so that it is atomic against every other update of the
+ * word), or, on a mapping without an atomic both sides share, a plain store for a set (an add
+ * would not be atomic against the target's own updates). */
+static gpuic_status_t gpuic_proxy_put_signal_word(gpuic_proxy_t *proxy, gpuic_proxy_op_t *op,
+                                                  const gpuic_wqe_desc_t *d,
+                                                  const gpuic_keytable_entry_t *se)
 {
-    uint64_t value = d->ext_value;
-    gpuic_status_t status;
+    uint64_t value = d->ext_value, old;
 
-    if (!se->direct || d->ext_op == GPUIC_SIGNAL_ADD || proxy->params.copy == NULL) {
+    if (se->cpu_atomics || (se->ep != NULL && se->rkey != NULL)) {
+        if (gpuic_proxy_atomic_uses_ucx(se)) {
+            op->round->ucx = 1;
+        }
+        if (d->ext_op == GPUIC_SIGNAL_ADD) {
+            return gpuic_proxy_atomic(se, GPUIC_ATOMIC_ADD, value, 0, 8, d->sig_raddr,
+                                      se->cpu_atomics ? &old : NULL);
+        }
+        return gpuic_proxy_atomic(se, GPUIC_ATOMIC_SWAP, value, 0, 8, d->sig_raddr, &old);
+    }
+    if (d->ext_op == GPUIC_SIGNAL_ADD) {
         return GPUIC_ERR_UNSUPPORTED;
     }
-    status = gpuic_proxy_put_signal_data(proxy, d, e);
-    if (status != GPUIC_OK) {
-        return status;
+    if (se->direct == GPUIC_KEYTABLE_DIRECT_HOST) {
+        /* the data stores before it for whoever reads the word with acquire */
+        __atomic_store_n((uint64_t *)(uintptr_t)d->sig_raddr, value, __ATOMIC_RELEASE);
+        return GPUIC_OK;
     }
-    return proxy->params.copy((void *)(uintptr_t)d->sig_raddr, &value, sizeof(value));
+    return gpuic_proxy_copy_direct(proxy, se, (void *)(uintptr_t)d->sig_raddr, &value,
+                                   sizeof(value));
 }
 
 /* Issues a decoded, structurally valid WQE.  Returns GPUIC_OK when the operation is locally
@@ -474,8 +504,9 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         }
         gpuic_proxy_issue_hook(proxy, op, d);
         if (e->direct) {
-            return gpuic_proxy_copy(proxy, d, d->raddr, d->len);
+            return gpuic_proxy_copy(proxy, e, d, d->raddr, d->len);
         }
+        op->round->ucx = 1;
         if (d->opcode == GPUIC_WQE_OP_RDMA_READ) {
             return gpuic_rma_get_nb(e->ep, (void *)(uintptr_t)d->laddr, d->len, d->raddr,
                                     e->rkey, &op->comp);
@@ -492,15 +523,18 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         if (d->raddr % 8 != 0 || d->laddr == 0) {
             return GPUIC_ERR_INVALID_PARAM;
         }
-        if (e->direct) {
+        if (e->direct == GPUIC_KEYTABLE_DIRECT_COPY) {
             return GPUIC_ERR_UNSUPPORTED;
         }
         gpuic_proxy_issue_hook(proxy, op, d);
+        if (gpuic_proxy_atomic_uses_ucx(e)) {
+            op->round->ucx = 1;
+        }
         /* The proxy executes atomics in host byte order (the WQE operands are big-endian,
          * as on the wire; the decoder converted them). */
-        status = gpuic_rma_atomic_fetch(e->ep, d->opcode == GPUIC_WQE_OP_ATOMIC_FA
-                                                   ? GPUIC_ATOMIC_ADD : GPUIC_ATOMIC_CSWAP,
-                                        d->swap_add, d->compare, 8, d->raddr, e->rkey, &old);
+        status = gpuic_proxy_atomic(e, d->opcode == GPUIC_WQE_OP_ATOMIC_FA ? GPUIC_ATOMIC_ADD
+                                                                           : GPUIC_ATOMIC_CSWAP,
+                                    d->swap_add, d->compare, 8, d->raddr, &old);
         if (status == GPUIC_OK) {
             memcpy((void *)(uintptr_t)d->laddr, &old, sizeof(old));
         }
@@ -511,10 +545,13 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
             return status;
         }
         gpuic_proxy_issue_hook(proxy, op, d);
-        if (e->direct) {
+        if (e->direct == GPUIC_KEYTABLE_DIRECT_COPY) {
             return GPUIC_ERR_UNSUPPORTED;
         }
-        return gpuic_proxy_accumulate(e->ep, e->rkey, d);
+        if (gpuic_proxy_atomic_uses_ucx(e)) {
+            op->round->ucx = 1;
+        }
+        return gpuic_proxy_accumulate(e, d);
     case GPUIC_WQE_OP_PUT_SIGNAL:
         status = gpuic_proxy_check(a, d->target, d->rkey, d->raddr, d->len, &e);
         if (status == GPUIC_OK) {
@@ -527,20 +564,16 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
             return GPUIC_ERR_INVALID_PARAM;
         }
         gpuic_proxy_issue_hook(proxy, op, d);
-        if (e->direct || se->direct) {
-            return gpuic_proxy_put_signal_direct(proxy, d, e, se);
+        if (d->ext_op == GPUIC_SIGNAL_ADD && !se->cpu_atomics &&
+            (se->ep == NULL || se->rkey == NULL)) {
+            return GPUIC_ERR_UNSUPPORTED; /* refused before the data moves */
         }
         /* the data must be complete at the target before the signal can be seen */
-        status = gpuic_proxy_put_signal_data(proxy, d, e);
+        status = gpuic_proxy_put_signal_data(proxy, op, d, e);
         if (status != GPUIC_OK) {
             return status;
         }
-        if (d->ext_op == GPUIC_SIGNAL_ADD) {
-            return gpuic_rma_atomic_post(se->ep, GPUIC_ATOMIC_ADD, d->ext_value, 8,
-                                         d->sig_raddr, se->rkey);
-        }
-        return gpuic_rma_atomic_fetch(se->ep, GPUIC_ATOMIC_SWAP, d->ext_value, 0, 8,
-                                      d->sig_raddr, se->rkey, &old);
+        return gpuic_proxy_put_signal_word(proxy, op, d, se);
     }
     return GPUIC_ERR_BAD_OPCODE;
 }
@@ -680,7 +713,10 @@ static unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
     __atomic_store_n(&proxy->stat_rounds,
                      __atomic_load_n(&proxy->stat_rounds, __ATOMIC_RELAXED) + 1,
                      __ATOMIC_RELAXED);
-    status = gpuic_context_flush_nb(proxy->params.ctx, &round->flush_comp);
+    /* A round executed wholly through mappings (copies and CPU atomics, synchronous) is
+     * complete already: no flush, so gpuic_proxy_retire() can publish it in this pass. */
+    status = round->ucx ? gpuic_context_flush_nb(proxy->params.ctx, &round->flush_comp)
+                        : GPUIC_OK;
     if (status != GPUIC_INPROGRESS) {
         gpuic_proxy_flush_done(&round->flush_comp, status);
     }
@@ -998,7 +1034,7 @@ static void *gpuic_proxy_main(void *arg)
 {
     gpuic_proxy_t *proxy = arg;
     uint64_t sleep_ns = 1000;
-    unsigned idle = 0;
+    unsigned idle = 0, passes = 0;
 
     while (!__atomic_load_n(&proxy->stop, __ATOMIC_ACQUIRE)) {
         unsigned work;
@@ -1018,14 +1054,16 @@ static void *gpuic_proxy_main(void *arg)
         }
         pthread_mutex_lock(&proxy->ctx_lock);
         work = gpuic_proxy_round(proxy);
-        /* Progress is the costly part of an idle wake-up (it polls every transport), and an
-         * idle proxy has nothing in flight: while sleeping, only every 16th wake-up
-         * progresses, for the transport's own housekeeping. */
-        if (work != 0 || proxy->fifo_head != NULL || idle < proxy->params.spin_rounds ||
-            (idle & 15) == 0) {
-            work += gpuic_context_progress(proxy->params.ctx);
-        }
+        /* a round executed through mappings completes here, before any progress call */
         gpuic_proxy_retire(proxy);
+        /* Progress polls every transport: the costly part of an idle pass, and time a WQE
+         * arriving meanwhile waits to be picked up.  Only UCX work in flight needs it; other
+         * passes (busy with mapped targets, spinning or waking up) progress one time in 16,
+         * for the transport's own housekeeping. */
+        if (proxy->fifo_head != NULL || (++passes & 15) == 0) {
+            work += gpuic_context_progress(proxy->params.ctx);
+            gpuic_proxy_retire(proxy);
+        }
         outstanding = proxy->fifo_head != NULL;
         /* idle passes are cheap to spend on it; busy ones only now and then */
         if (work == 0 || proxy->watch_declared != 0 || (++proxy->watch_tick & 1023) == 0) {

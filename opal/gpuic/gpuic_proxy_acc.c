@@ -1,11 +1,14 @@
 /*
- * Accumulate WQEs on the proxy.  Every element update is a single UCX atomic on the target
- * word, so concurrent accumulates from any origin combine exactly, without a window lock:
- * integer SUM/BAND/BOR/BXOR map to UCX's add/and/or/xor; everything else (MIN, MAX, REPLACE,
+ * Atomics and accumulate WQEs on the proxy.  Every element update is a single atomic on the
+ * target word, so concurrent accumulates from any origin combine exactly, without a window
+ * lock: integer SUM/BAND/BOR/BXOR map to add/and/or/xor; everything else (MIN, MAX, REPLACE,
  * floating-point SUM) reads the word atomically and retries a compare-and-swap until the word
- * did not change under it.
+ * did not change under it.  The atomic is a UCX one, or a CPU atomic instruction on a mapping
+ * where the key-table entry allows it (gpuic_keytable_entry_t.cpu_atomics).
  */
 #include <string.h>
+
+#include "gpuic_keytable.h"
 
 #include "gpuic_log.h"
 #include "gpuic_proxy_internal.h"
@@ -79,7 +82,73 @@ static int gpuic_proxy_acc_native(uint8_t op, uint8_t type, gpuic_atomic_op_t *a
     return 0;
 }
 
-static gpuic_status_t gpuic_proxy_acc_cas(gpuic_ep_t *ep, const gpuic_rkey_t *rkey, uint8_t op,
+/* A CPU atomic of @p size (4 or 8) bytes at @p p; returns the old value (zero-extended).
+ * Sequentially consistent, like the host component's CPU atomics on the same windows. */
+static uint64_t gpuic_proxy_cpu_atomic(gpuic_atomic_op_t op, void *p, uint32_t size,
+                                       uint64_t value, uint64_t compare)
+{
+    if (size == 4) {
+        uint32_t *w = p, v = (uint32_t)value, c = (uint32_t)compare;
+
+        switch (op) {
+        case GPUIC_ATOMIC_ADD:  return __atomic_fetch_add(w, v, __ATOMIC_SEQ_CST);
+        case GPUIC_ATOMIC_AND:  return __atomic_fetch_and(w, v, __ATOMIC_SEQ_CST);
+        case GPUIC_ATOMIC_OR:   return __atomic_fetch_or(w, v, __ATOMIC_SEQ_CST);
+        case GPUIC_ATOMIC_XOR:  return __atomic_fetch_xor(w, v, __ATOMIC_SEQ_CST);
+        case GPUIC_ATOMIC_SWAP: return __atomic_exchange_n(w, v, __ATOMIC_SEQ_CST);
+        case GPUIC_ATOMIC_CSWAP:
+            __atomic_compare_exchange_n(w, &c, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+            return c;
+        }
+        return 0;
+    }
+    {
+        uint64_t *w = p, c = compare;
+
+        switch (op) {
+        case GPUIC_ATOMIC_ADD:  return __atomic_fetch_add(w, value, __ATOMIC_SEQ_CST);
+        case GPUIC_ATOMIC_AND:  return __atomic_fetch_and(w, value, __ATOMIC_SEQ_CST);
+        case GPUIC_ATOMIC_OR:   return __atomic_fetch_or(w, value, __ATOMIC_SEQ_CST);
+        case GPUIC_ATOMIC_XOR:  return __atomic_fetch_xor(w, value, __ATOMIC_SEQ_CST);
+        case GPUIC_ATOMIC_SWAP: return __atomic_exchange_n(w, value, __ATOMIC_SEQ_CST);
+        case GPUIC_ATOMIC_CSWAP:
+            __atomic_compare_exchange_n(w, &c, value, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+            return c;
+        }
+    }
+    return 0;
+}
+
+int gpuic_proxy_atomic_uses_ucx(const gpuic_keytable_entry_t *e)
+{
+    return !e->cpu_atomics;
+}
+
+gpuic_status_t gpuic_proxy_atomic(const gpuic_keytable_entry_t *e, gpuic_atomic_op_t op,
+                                  uint64_t value, uint64_t compare, uint32_t size,
+                                  uint64_t raddr, uint64_t *old_p)
+{
+    if (e->cpu_atomics) {
+        uint64_t old = gpuic_proxy_cpu_atomic(op, (void *)(uintptr_t)raddr, size, value, compare);
+
+        if (old_p != NULL) {
+            *old_p = old;
+        }
+        return GPUIC_OK;
+    }
+    if (e->ep == NULL || e->rkey == NULL) {
+        return GPUIC_ERR_UNSUPPORTED; /* a mapping only: no atomic both sides share */
+    }
+    if (e->direct) {
+        raddr = e->remote_base + (raddr - e->base); /* from the mapping to the owner's */
+    }
+    if (old_p == NULL) {
+        return gpuic_rma_atomic_post(e->ep, op, value, size, raddr, e->rkey);
+    }
+    return gpuic_rma_atomic_fetch(e->ep, op, value, compare, size, raddr, e->rkey, old_p);
+}
+
+static gpuic_status_t gpuic_proxy_acc_cas(const gpuic_keytable_entry_t *e, uint8_t op,
                                           uint8_t type, uint32_t size, uint64_t raddr,
                                           uint64_t operand)
 {
@@ -87,14 +156,13 @@ static gpuic_status_t gpuic_proxy_acc_cas(gpuic_ep_t *ep, const gpuic_rkey_t *rk
     gpuic_status_t status;
 
     /* fetch-add of zero: an atomic read of the current value */
-    status = gpuic_rma_atomic_fetch(ep, GPUIC_ATOMIC_ADD, 0, 0, size, raddr, rkey, &old);
+    status = gpuic_proxy_atomic(e, GPUIC_ATOMIC_ADD, 0, 0, size, raddr, &old);
     while (status == GPUIC_OK) {
         gpuic_proxy_acc_combine(op, type, old, operand, &desired);
         if (desired == old) {
             return GPUIC_OK; /* e.g. MAX that does not change the word */
         }
-        status = gpuic_rma_atomic_fetch(ep, GPUIC_ATOMIC_CSWAP, desired, old, size, raddr, rkey,
-                                        &seen);
+        status = gpuic_proxy_atomic(e, GPUIC_ATOMIC_CSWAP, desired, old, size, raddr, &seen);
         if (status == GPUIC_OK && seen == old) {
             return GPUIC_OK;
         }
@@ -103,7 +171,7 @@ static gpuic_status_t gpuic_proxy_acc_cas(gpuic_ep_t *ep, const gpuic_rkey_t *rk
     return status;
 }
 
-gpuic_status_t gpuic_proxy_accumulate(gpuic_ep_t *ep, const gpuic_rkey_t *rkey,
+gpuic_status_t gpuic_proxy_accumulate(const gpuic_keytable_entry_t *e,
                                       const gpuic_wqe_desc_t *d)
 {
     const uint32_t size = gpuic_acc_type_size(d->ext_type);
@@ -128,9 +196,8 @@ gpuic_status_t gpuic_proxy_accumulate(gpuic_ep_t *ep, const gpuic_rkey_t *rkey,
         gpuic_status_t status;
 
         memcpy(&operand, src + (size_t)i * size, size); /* little-endian: low bytes first */
-        status = native ? gpuic_rma_atomic_post(ep, aop, operand, size, raddr, rkey)
-                        : gpuic_proxy_acc_cas(ep, rkey, d->ext_op, d->ext_type, size, raddr,
-                                              operand);
+        status = native ? gpuic_proxy_atomic(e, aop, operand, 0, size, raddr, NULL)
+                        : gpuic_proxy_acc_cas(e, d->ext_op, d->ext_type, size, raddr, operand);
         if (status != GPUIC_OK) {
             gpuic_log(GPUIC_LOG_DEBUG, "accumulate element %u failed: %s", i,
                       gpuic_status_string(status));

@@ -5,18 +5,36 @@
 #define GPUIC_PROXY_INTERNAL_H
 
 #include "gpuic_ep.h"
+#include "gpuic_keytable.h"
 #include "gpuic_mr.h"
 #include "gpuic_proxy.h"
+#include "gpuic_rma.h"
 #include "gpuic_wqe.h"
 
 /**
- * Executes a validated accumulate WQE (raddr range already checked against the region):
- * exact UCX atomics per element, a native one where UCX has the operation, a
- * compare-and-swap loop otherwise.  Returns when every element has been updated.
- * @return GPUIC_OK, GPUIC_ERR_UNSUPPORTED (op/type pair not executed here),
- *         GPUIC_ERR_INVALID_PARAM (misaligned) or a transport error.
+ * One atomic of @p size (4 or 8) bytes at @p raddr of the region of @p e (raddr validated):
+ * a CPU atomic instruction on the mapping when e->cpu_atomics, else a UCX atomic.  With
+ * @p old_p the old value is stored there on return; without, the atomic is posted (SWAP and
+ * CSWAP need @p old_p) and completes with the next flush of the context.
+ * @return GPUIC_OK, GPUIC_ERR_UNSUPPORTED (a mapping without cpu_atomics and no endpoint)
+ *         or a transport error.
  */
-gpuic_status_t gpuic_proxy_accumulate(gpuic_ep_t *ep, const gpuic_rkey_t *rkey,
+gpuic_status_t gpuic_proxy_atomic(const gpuic_keytable_entry_t *e, gpuic_atomic_op_t op,
+                                  uint64_t value, uint64_t compare, uint32_t size,
+                                  uint64_t raddr, uint64_t *old_p);
+
+/** Whether gpuic_proxy_atomic() on @p e goes through UCX (so a flush must complete it). */
+int gpuic_proxy_atomic_uses_ucx(const gpuic_keytable_entry_t *e);
+
+/**
+ * Executes a validated accumulate WQE (raddr range already checked against the region of
+ * @p e): exact atomics per element (gpuic_proxy_atomic()), a native one where there is the
+ * operation, a compare-and-swap loop otherwise.  Returns when every element has been updated
+ * (posted UCX atomics: issued, complete with the next flush).
+ * @return GPUIC_OK, GPUIC_ERR_UNSUPPORTED (op/type pair not executed here, or no atomic for
+ *         the region), GPUIC_ERR_INVALID_PARAM (misaligned) or a transport error.
+ */
+gpuic_status_t gpuic_proxy_accumulate(const gpuic_keytable_entry_t *e,
                                       const gpuic_wqe_desc_t *desc);
 
 /** Faults the proxy thread can be made to have, for tests of its waiters. */

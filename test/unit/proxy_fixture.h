@@ -7,7 +7,10 @@
 #define GPUIC_PROXY_FIXTURE_H
 
 #include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +31,10 @@ typedef struct fixture {
     unsigned ntargets;
     size_t region_len;
     uint8_t *buf[FIX_MAX_TARGETS];     /* guard | region | guard */
+    /* FIX_HOST_UCX_ATOMICS: a second mapping of buf (WQEs name addresses in it, UCX the
+     * buffer's own), else buf */
+    uint8_t *alias[FIX_MAX_TARGETS];
+    int mapped;                        /* buf and alias come from mmap */
     gpuic_mr_t *mr[FIX_MAX_TARGETS];
     gpuic_rkey_t *rkey[FIX_MAX_TARGETS];
     uint32_t key[FIX_MAX_TARGETS];
@@ -39,9 +46,32 @@ static inline uint8_t *fixture_region(fixture_t *f, unsigned t)
     return f->buf[t] + FIX_GUARD;
 }
 
+/* The address WQEs name for byte @p off of target t's region. */
 static inline uint64_t fixture_raddr(fixture_t *f, unsigned t, size_t off)
 {
-    return (uint64_t)(uintptr_t)(fixture_region(f, t) + off);
+    return (uint64_t)(uintptr_t)(f->alias[t] + FIX_GUARD + off);
+}
+
+/* Maps @p len bytes of one shared-memory file twice; 0 on failure. */
+static inline int fixture_map_twice(size_t len, uint8_t **a, uint8_t **b)
+{
+    FILE *file = tmpfile();
+    int fd = file != NULL ? fileno(file) : -1;
+    void *p = MAP_FAILED, *q = MAP_FAILED;
+
+    if (fd >= 0 && ftruncate(fd, (off_t)len) == 0) {
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        q = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    if (file != NULL) {
+        fclose(file); /* the mappings keep the memory */
+    }
+    if (p == MAP_FAILED || q == MAP_FAILED) {
+        return 0;
+    }
+    *a = p;
+    *b = q;
+    return 1;
 }
 
 /* Non-zero while every canary byte around every region is intact. */
@@ -58,7 +88,16 @@ static inline int fixture_canaries_ok(fixture_t *f)
     return 1;
 }
 
-static inline int fixture_create(fixture_t *f, unsigned ntargets, size_t region_len)
+/* How fixture_create_kind() enters the regions in the key table. */
+typedef enum fixture_kind {
+    FIX_UCX,             /* endpoint and key: the proxy uses UCX */
+    FIX_HOST_CPU_ATOMICS,/* a mapping of host memory with CPU atomics, no endpoint */
+    FIX_HOST_UCX_ATOMICS,/* a mapping of host memory for data, endpoint and key for atomics */
+    FIX_HOST_NO_ATOMICS  /* a mapping of host memory only: atomics are refused */
+} fixture_kind_t;
+
+static inline int fixture_create_kind(fixture_t *f, unsigned ntargets, size_t region_len,
+                                      fixture_kind_t kind)
 {
     gpuic_context_params_t cp = {0};
     gpuic_proxy_params_t pp = {0};
@@ -80,7 +119,13 @@ static inline int fixture_create(fixture_t *f, unsigned ntargets, size_t region_
     for (unsigned t = 0; t < ntargets; ++t) {
         gpuic_keytable_entry_t e = {0};
 
-        f->buf[t] = gpuic_mem_aligned(4096, region_len + 2 * FIX_GUARD);
+        f->mapped = kind == FIX_HOST_UCX_ATOMICS;
+        if (f->mapped) {
+            CHECK(fixture_map_twice(region_len + 2 * FIX_GUARD, &f->buf[t], &f->alias[t]));
+        } else {
+            f->buf[t] = gpuic_mem_aligned(4096, region_len + 2 * FIX_GUARD);
+            f->alias[t] = f->buf[t];
+        }
         memset(f->buf[t], FIX_CANARY, region_len + 2 * FIX_GUARD);
         memset(fixture_region(f, t), 0, region_len);
         /* register the whole buffer: the transport could reach the canaries, only the key
@@ -90,8 +135,15 @@ static inline int fixture_create(fixture_t *f, unsigned ntargets, size_t region_
         CHECK(gpuic_mr_pack(f->mr[t], &blob, &blob_len) == GPUIC_OK);
         CHECK(gpuic_rkey_unpack(f->ep, blob, &f->rkey[t]) == GPUIC_OK);
         gpuic_mr_blob_release(blob);
-        e.ep = f->ep;
-        e.rkey = f->rkey[t];
+        if (kind == FIX_UCX || kind == FIX_HOST_UCX_ATOMICS) {
+            e.ep = f->ep;
+            e.rkey = f->rkey[t];
+        }
+        if (kind != FIX_UCX) {
+            e.direct = GPUIC_KEYTABLE_DIRECT_HOST;
+            e.cpu_atomics = kind == FIX_HOST_CPU_ATOMICS;
+            e.remote_base = (uint64_t)(uintptr_t)fixture_region(f, t);
+        }
         e.base = fixture_raddr(f, t, 0);
         e.len = region_len;
         e.target = t;
@@ -102,13 +154,23 @@ static inline int fixture_create(fixture_t *f, unsigned ntargets, size_t region_
     return f->proxy != NULL;
 }
 
+static inline int fixture_create(fixture_t *f, unsigned ntargets, size_t region_len)
+{
+    return fixture_create_kind(f, ntargets, region_len, FIX_UCX);
+}
+
 static inline void fixture_destroy(fixture_t *f)
 {
     gpuic_proxy_destroy(f->proxy);
     for (unsigned t = 0; t < f->ntargets; ++t) {
         gpuic_rkey_destroy(f->rkey[t]);
         gpuic_mr_deregister(f->mr[t]);
-        free(f->buf[t]);
+        if (f->mapped) {
+            munmap(f->buf[t], f->region_len + 2 * FIX_GUARD);
+            munmap(f->alias[t], f->region_len + 2 * FIX_GUARD);
+        } else {
+            free(f->buf[t]);
+        }
     }
     gpuic_cmpl_destroy(f->cmpl);
     gpuic_keytable_destroy(f->keys);

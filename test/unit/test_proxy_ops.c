@@ -7,7 +7,11 @@
  *    unchanged;
  *  - key table rules on their own (generation bump, reuse, bounds, full table);
  *  - get, fetch-and-add, compare-and-swap, accumulates (native and CAS-loop), put-with-signal,
- *    flush markers and signalled CQEs.
+ *    flush markers and signalled CQEs;
+ *  - all of it again with the regions entered as mappings of host memory (data by CPU copies;
+ *    atomics by CPU atomics, or by UCX), where validation must refuse exactly the same WQEs;
+ *    and a mapping with no atomic at all, where atomics, accumulates and signal adds are
+ *    refused without writing anything.
  */
 #include <float.h>
 #include <stdio.h>
@@ -314,26 +318,106 @@ static void test_ops(void)
     CHECK(fixture_canaries_ok(&fx));
 }
 
-int main(void)
+/* A mapping with no atomic the proxy may use: every update that needs one is refused, and
+ * nothing is written (not even a put-with-signal's data); plain puts still work. */
+static void test_no_atomics(void)
+{
+    const gpuic_wqe_hdr_t h = {0, 0, 0};
+    uint8_t before[LEN], *r = fixture_region(&fx, 0);
+    uint64_t v = 0x1122334455667788ULL, old = 0;
+    int64_t one = 1;
+    gpuic_cmpl_counter_t c;
+    gpuic_cqe_t cqe;
+    gpuic_wqe_t w;
+    unsigned nbb;
+
+    memset(r, 0, LEN);
+    memcpy(before, r, LEN);
+    gpuic_wqe_build_atomic(&w, &h, GPUIC_WQE_OP_ATOMIC_FA, 2, 0, (uint64_t)(uintptr_t)&old, 0,
+                           fixture_raddr(&fx, 0, 0), fx.key[0]);
+    post(&w, 1, 0);
+    gpuic_wqe_build_accumulate(&w, &h, GPUIC_ACC_SUM, GPUIC_ACC_INT64, 1, 8,
+                               (uint64_t)(uintptr_t)&one, 0, fixture_raddr(&fx, 0, 8),
+                               fx.key[0]);
+    post(&w, 1, 0);
+    nbb = gpuic_wqe_build_put_signal(&w, &h, (uint64_t)(uintptr_t)&v, 0, 8,
+                                     fixture_raddr(&fx, 0, 64), fx.key[0],
+                                     fixture_raddr(&fx, 0, 16), fx.key[0], GPUIC_SIGNAL_ADD, 1);
+    post(&w, nbb, 0);
+    wait_target(0);
+    for (int i = 0; i < 3; ++i) {
+        CHECK(poll_one(&cqe) && cqe.status == GPUIC_ERR_UNSUPPORTED);
+    }
+    gpuic_cmpl_query(fx.cmpl, 0, &c);
+    CHECK(c.failed == 3 && c.completed == c.posted);
+    CHECK(gpuic_cmpl_error(fx.cmpl) == GPUIC_ERR_UNSUPPORTED);
+    CHECK(memcmp(before, r, LEN) == 0 && old == 0);
+    /* a signal set is a plain store after the data */
+    nbb = gpuic_wqe_build_put_signal(&w, &h, (uint64_t)(uintptr_t)&v, 0, 8,
+                                     fixture_raddr(&fx, 0, 64), fx.key[0],
+                                     fixture_raddr(&fx, 0, 16), fx.key[0], GPUIC_SIGNAL_SET, 5);
+    post(&w, nbb, 0);
+    wait_target(0);
+    memcpy(&old, r + 16, 8);
+    CHECK(old == 5 && memcmp(r + 64, &v, 8) == 0);
+    CHECK(gpuic_cq_poll(cq, &cqe, 1) == 0);
+    CHECK(fixture_canaries_ok(&fx));
+}
+
+/* One fixture of @p kind on the ring: the validation cases and the operations. */
+static void run_kind(fixture_kind_t kind)
 {
     gpuic_proxy_queue_t q = {0};
 
-    test_keytable();
-    if (!fixture_create(&fx, NT, LEN)) {
-        return unit_test_result("test_proxy_ops");
+    if (!fixture_create_kind(&fx, NT, LEN, kind)) {
+        CHECK(!"fixture");
+        return;
     }
-    CHECK(gpuic_ring_create(8, 5, &ring) == GPUIC_OK);
-    CHECK(gpuic_cq_create(3, &cq) == GPUIC_ERR_INVALID_PARAM);
-    CHECK(gpuic_cq_create(64, &cq) == GPUIC_OK);
     q.ring = ring;
     q.keys = fx.keys;
     q.cmpl = fx.cmpl;
     q.cq = cq;
     CHECK(gpuic_proxy_add(fx.proxy, &q) == GPUIC_OK);
-    test_invalid();
-    test_ops();
+    if (kind == FIX_HOST_NO_ATOMICS) {
+        test_no_atomics();
+    } else {
+        test_invalid();
+        test_ops();
+    }
     CHECK(gpuic_cq_overruns(cq) == 0);
     fixture_destroy(&fx); /* the proxy first: it drains and stops */
+}
+
+int main(void)
+{
+    static const fixture_kind_t kinds[] = {FIX_UCX, FIX_HOST_CPU_ATOMICS, FIX_HOST_UCX_ATOMICS,
+                                           FIX_HOST_NO_ATOMICS};
+    gpuic_keytable_t *kt;
+    gpuic_keytable_entry_t e = {0};
+    uint32_t key;
+
+    test_keytable();
+    /* direct entries: no endpoint needed, but a known kind, and CPU atomics on host memory
+     * only */
+    CHECK(gpuic_keytable_create(4, &kt) == GPUIC_OK);
+    e.base = 4096;
+    e.len = 64;
+    CHECK(gpuic_keytable_insert(kt, &e, &key) == GPUIC_ERR_INVALID_PARAM);
+    e.cpu_atomics = 1;
+    e.direct = GPUIC_KEYTABLE_DIRECT_COPY;
+    CHECK(gpuic_keytable_insert(kt, &e, &key) == GPUIC_ERR_INVALID_PARAM);
+    e.direct = 3;
+    CHECK(gpuic_keytable_insert(kt, &e, &key) == GPUIC_ERR_INVALID_PARAM);
+    e.direct = GPUIC_KEYTABLE_DIRECT_HOST;
+    CHECK(gpuic_keytable_insert(kt, &e, &key) == GPUIC_OK);
+    gpuic_keytable_destroy(kt);
+
+    CHECK(gpuic_ring_create(8, 5, &ring) == GPUIC_OK);
+    CHECK(gpuic_cq_create(3, &cq) == GPUIC_ERR_INVALID_PARAM);
+    CHECK(gpuic_cq_create(64, &cq) == GPUIC_OK);
+    for (unsigned i = 0; i < sizeof(kinds) / sizeof(kinds[0]); ++i) {
+        run_kind(kinds[i]);
+    }
     gpuic_cq_destroy(cq);
     gpuic_ring_destroy(ring);
     return unit_test_result("test_proxy_ops");

@@ -587,10 +587,16 @@ __device__ static inline int MPIX_Win_flush_target_device(const MPIX_Device_targ
     if (t->status != MPI_SUCCESS) {
         return t->status;
     }
-    gpuic_dev_fence_data_to_peer(t->same_gpu);
     if (t->proxy) {
+        /* Entries are complete once the proxy's completion index passes them, which the
+         * wait reads with acquire; only device atomics on a mapping (forced proxy path)
+         * need the data fence too.  Without it the wait starts a PCIe round trip sooner. */
+        if (t->atomics_p2p) {
+            gpuic_dev_fence_data_to_peer(t->same_gpu);
+        }
         return gpuic_dev_proxy_flush(t);
     }
+    gpuic_dev_fence_data_to_peer(t->same_gpu);
     return MPI_SUCCESS;
 }
 
@@ -703,15 +709,18 @@ __device__ static inline int MPIX_Win_flush_device(int target, MPIX_Win_device w
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    gpuic_dev_fence_data_to_peer(__ldg(&win->peers[target].flags) &
-                                 MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
-    if (__ldg(&win->peers[target].path) == MPIX_GPUIC_DEVICE_PATH_PROXY) {
+    /* the path is loaded with the flags, before the fence: a load after an acquire fence
+     * misses the L1 and would put a cache round trip on every P2P flush */
+    int32_t path = __ldg(&win->peers[target].path);
+    uint32_t flags = __ldg(&win->peers[target].flags);
+
+    if (path == MPIX_GPUIC_DEVICE_PATH_PROXY) {
         MPIX_Device_target t;
 
-        if (MPIX_Win_target_device(win, target, &t) == MPI_SUCCESS) {
-            return gpuic_dev_proxy_flush(&t);
-        }
+        rc = MPIX_Win_target_device(win, target, &t);
+        return rc == MPI_SUCCESS ? MPIX_Win_flush_target_device(&t) : rc;
     }
+    gpuic_dev_fence_data_to_peer(flags & MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
     return MPI_SUCCESS;
 }
 

@@ -98,43 +98,56 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_Win_devic
 {
     const MPIX_Gpuic_device_peer *peer;
     int rc = gpuic_dev_check_rank(win, target);
-
-    uint32_t flags;
     int32_t path;
 
     t->win = rc == MPI_ERR_WIN ? NULL : win;
-    t->base = NULL;
-    t->size = 0;
-    t->disp_unit = 1;
-    t->same_gpu = false;
-    t->proxy = false;
-    t->atomics_p2p = false;
-    t->loads = false;
-    t->key = 0;
     t->rank = target;
+    t->proxy = false;
+    t->key = 0;
     t->queue = NULL;
     if (rc != MPI_SUCCESS) {
+        t->base = NULL;
+        t->size = 0;
+        t->disp_unit = 1;
+        t->same_gpu = false;
+        t->atomics_p2p = false;
+        t->loads = false;
         return t->status = rc;
     }
+    /* Every field the P2P path needs is loaded at once, ahead of any branch (the loads are
+     * in flight together: one trip to the cache, not one per branch), and the P2P path
+     * loads nothing else. */
     peer = &win->peers[target];
-    t->size = MPIX_GPUIC_LDG(&peer->size);
     path = MPIX_GPUIC_LDG(&peer->path);
-    flags = MPIX_GPUIC_LDG(&peer->flags);
+    t->size = MPIX_GPUIC_LDG(&peer->size);
+    t->base = (char *)(uintptr_t)MPIX_GPUIC_LDG(&peer->base);
+    t->disp_unit = MPIX_GPUIC_LDG(&peer->disp_unit);
+    t->same_gpu = (MPIX_GPUIC_LDG(&win->flags) & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
+    t->atomics_p2p = true;
+    t->loads = true;
+    if (path == MPIX_GPUIC_DEVICE_PATH_P2P) {
+        return t->status = MPI_SUCCESS;
+    }
     if (path == MPIX_GPUIC_DEVICE_PATH_PROXY) {
         t->queue = (MPIX_Gpuic_device_queue *)(uintptr_t)MPIX_GPUIC_LDG(
             (const unsigned long long *)&win->queue);
     }
-    if (path != MPIX_GPUIC_DEVICE_PATH_P2P && t->queue == NULL) {
+    if (t->queue == NULL) {
+        t->base = NULL;
+        t->disp_unit = 1;
+        t->same_gpu = false;
+        t->atomics_p2p = false;
+        t->loads = false;
         return t->status = t->size == 0 ? MPI_ERR_RMA_RANGE : MPI_ERR_UNSUPPORTED_OPERATION;
     }
-    t->base = (char *)(uintptr_t)MPIX_GPUIC_LDG(&peer->base);
-    t->disp_unit = MPIX_GPUIC_LDG(&peer->disp_unit);
-    t->same_gpu = (MPIX_GPUIC_LDG(&win->flags) & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
-    t->proxy = path == MPIX_GPUIC_DEVICE_PATH_PROXY;
-    t->atomics_p2p = path == MPIX_GPUIC_DEVICE_PATH_P2P ||
-                     (flags & MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P) != 0;
-    t->loads = path == MPIX_GPUIC_DEVICE_PATH_P2P || (flags & MPIX_GPUIC_DEVICE_PEER_LOADS) != 0;
-    t->key = MPIX_GPUIC_LDG(&peer->key);
+    {
+        uint32_t flags = MPIX_GPUIC_LDG(&peer->flags);
+
+        t->proxy = true;
+        t->atomics_p2p = (flags & MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P) != 0;
+        t->loads = (flags & MPIX_GPUIC_DEVICE_PEER_LOADS) != 0;
+        t->key = MPIX_GPUIC_LDG(&peer->key);
+    }
     return t->status = MPI_SUCCESS;
 }
 

@@ -9,10 +9,14 @@
  * entry against the window's key table and executes it with UCX.
  *
  * Producer protocol (GPU threads, many at once):
- *  1. reserve n slots with a compare-and-swap on the reservation counter, which lives in
- *     device memory (device atomics on pinned host memory are not allowed over PCIe);
- *     reservations are checked against the proxy's completion index, not its read index, so
- *     a slot's staging area stays the producer's until the entry using it has completed;
+ *  1. reserve n slots with a fetch-and-add (a ticket) on the reservation counter, which lives
+ *     in device memory (device atomics on pinned host memory are not allowed over PCIe); the
+ *     slots may be written once the proxy's completion index, not its read index, shows them
+ *     free, so a slot's staging area stays the producer's until the entry using it has
+ *     completed.  A ticket cannot be handed back: a producer that gives up waiting for its
+ *     slots (the queue's timeout, the proxy stalled) leaves them unpublished, the proxy stops
+ *     there, and every later call on the queue fails the same way (the window holds the
+ *     error);
  *  2. write the entry's 64-byte blocks into the mapped slots, and the valid markers of its
  *     continuation blocks;
  *  3. publish: one system-scope fence, then the head marker of each entry.  The ring
@@ -146,7 +150,7 @@ __device__ static inline void gpuic_dev_proxy_trace_published(const MPIX_Gpuic_d
 }
 
 /* Device-scope acquire load and release max of the queue's producer words: they order GPU
- * producers among themselves (all on this GPU). */
+ * producers among themselves (all on this GPU); a relaxed load where only the value counts. */
 __device__ static inline unsigned long long gpuic_dev_proxy_ld_acquire(
     const unsigned long long *p)
 {
@@ -156,6 +160,15 @@ __device__ static inline unsigned long long gpuic_dev_proxy_ld_acquire(
     return v;
 }
 
+
+__device__ static inline unsigned long long gpuic_dev_proxy_ld_relaxed(
+    const unsigned long long *p)
+{
+    unsigned long long v;
+
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
 
 __device__ static inline void gpuic_dev_proxy_max_release(unsigned long long *p,
                                                           unsigned long long v)
@@ -199,12 +212,25 @@ __device__ static inline bool gpuic_dev_proxy_timed_out(const MPIX_Gpuic_device_
 __device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t, uint64_t seq)
 {
     MPIX_Gpuic_device_queue *q = t->queue;
-    uint64_t t0 = 0;
+    uint64_t t0 = 0, done, seen;
     unsigned polls = 0, pause = 0;
 
+    /* First look: both loads in flight together (the relaxed one first: the acquire one orders
+     * only what follows it), so a lone waiter's first poll does not wait for the cache; a hit
+     * on done_seen alone is confirmed with acquire. */
+    seen = gpuic_dev_proxy_ld_relaxed(&q->done_seen);
+    done = gpuic_dev_proxy_load_done(q->done);
+    if ((int64_t)(done - seq) >= 0) {
+        if ((int64_t)(done - seen) > 0) {
+            gpuic_dev_proxy_max_release(&q->done_seen, done);
+        }
+        return MPI_SUCCESS;
+    }
+    if ((long long)(seen - seq) >= 0 &&
+        (long long)(gpuic_dev_proxy_ld_acquire(&q->done_seen) - seq) >= 0) {
+        return MPI_SUCCESS;
+    }
     for (;;) {
-        uint64_t done;
-
         if ((long long)(gpuic_dev_proxy_ld_acquire(&q->done_seen) - seq) >= 0) {
             return MPI_SUCCESS;
         }
@@ -225,48 +251,43 @@ __device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t, u
     }
 }
 
-/* Reserves @p n consecutive slots; *start_p is the first one's sequence number. */
+/* Reserves @p n consecutive slots and waits until they are free; *start_p is the first one's
+ * sequence number.  One fetch-and-add, with the look at done_seen in flight beside it. */
 __device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t, unsigned n,
                                                      uint64_t *start_p)
 {
     MPIX_Gpuic_device_queue *q = t->queue;
     long long size = (long long)q->size;
-    unsigned long long cur = *(volatile unsigned long long *)&q->reserve;
+    unsigned long long start = atomicAdd(&q->reserve, (unsigned long long)n);
+    unsigned long long lim = gpuic_dev_proxy_ld_acquire(&q->done_seen);
     uint64_t t0 = 0;
     unsigned pause = 128;
     bool waited = false;
 
-    for (;;) {
-        unsigned long long lim = gpuic_dev_proxy_ld_acquire(&q->done_seen);
+    *start_p = start;
+    while ((long long)(start + n - lim) > size) {
+        /* not free as far as this GPU knows: ask the host side */
+        uint64_t done = gpuic_dev_proxy_load_done(q->done);
 
-        if ((long long)(cur + n - lim) > size) {
-            /* full as far as this GPU knows: ask the host side */
-            uint64_t done = gpuic_dev_proxy_load_done(q->done);
-
-            if ((int64_t)(done - lim) > 0) {
-                gpuic_dev_proxy_max_release(&q->done_seen, done);
-            } else if (gpuic_dev_proxy_timed_out(q, &t0)) {
-                return gpuic_dev_fail(t->win, MPI_ERR_OTHER);
-            } else {
-                /* the ring is full: back off exponentially, so that thousands of waiting
-                 * threads leave the bus (and the proxy) to the entries in flight */
-                if (!waited) {
-                    atomicAdd(&q->full_waits, 1ull); /* once per reservation */
-                    waited = true;
-                }
-                __nanosleep(pause);
-                pause = pause < 16384 ? pause * 2 : pause;
-            }
-            cur = *(volatile unsigned long long *)&q->reserve;
+        if ((int64_t)(done - lim) > 0) {
+            gpuic_dev_proxy_max_release(&q->done_seen, done);
+            lim = done;
             continue;
         }
-        unsigned long long prev = atomicCAS(&q->reserve, cur, cur + n);
-        if (prev == cur) {
-            *start_p = cur;
-            return MPI_SUCCESS;
+        if (gpuic_dev_proxy_timed_out(q, &t0)) {
+            return gpuic_dev_fail(t->win, MPI_ERR_OTHER);
         }
-        cur = prev;
+        /* the ring is full: back off exponentially, so that thousands of waiting threads
+         * leave the bus (and the proxy) to the entries in flight */
+        if (!waited) {
+            atomicAdd(&q->full_waits, 1ull); /* once per reservation */
+            waited = true;
+        }
+        __nanosleep(pause);
+        pause = pause < 16384 ? pause * 2 : pause;
+        lim = gpuic_dev_proxy_ld_acquire(&q->done_seen);
     }
+    return MPI_SUCCESS;
 }
 
 /*
@@ -314,7 +335,7 @@ __device__ static inline void gpuic_dev_proxy_publish(MPIX_Gpuic_device_queue *q
 
 /*
  * gpuic_dev_proxy_reserve() for the lanes of a warp that call it together with the same queue
- * and entry size: one lane reserves for all of them (one compare-and-swap instead of up to 32
+ * and entry size: one lane reserves for all of them (one fetch-and-add instead of up to 32
  * contending ones) and each takes its share.  *seq_p is the calling lane's first slot;
  * *first_p and *total_p the group's, for gpuic_dev_proxy_publish_warp().  Lanes that differ in
  * queue or size form groups of their own.
@@ -561,10 +582,12 @@ __device__ static inline int gpuic_dev_proxy_put_signal(const MPIX_Device_target
     return MPI_SUCCESS;
 }
 
-/* Waits until everything posted to the queue so far (by any thread) has completed. */
+/* Waits until everything reserved on the queue so far has completed: this thread's entries
+ * (its own reservations are in the relaxed load's view) and those of threads it has
+ * synchronised with.  The load does not hold back the wait's first poll. */
 __device__ static inline int gpuic_dev_proxy_flush(const MPIX_Device_target *t)
 {
-    return gpuic_dev_proxy_wait(t, gpuic_dev_proxy_ld_acquire(&t->queue->reserve));
+    return gpuic_dev_proxy_wait(t, gpuic_dev_proxy_ld_relaxed(&t->queue->reserve));
 }
 
 /* The proxy's accumulate op and type codes for a device op and type; false where the proxy

@@ -90,10 +90,16 @@ static int ompi_osc_gpuic_proxy_get(gpuic_proxy_t **proxy_p)
     return ompi_osc_gpuic_error(status);
 }
 
-/* Enters @p rank's window into the queue's key table: through UCX on the proxy context, or,
- * when @p direct, through this process's mapping of it. */
+/*
+ * Enters @p rank's window into the queue's key table, as @p direct says: through UCX on the
+ * proxy context (GPUIC_KEYTABLE_DIRECT_NONE), or through this process's mapping of it, device
+ * memory (_COPY) or host memory (_HOST).  A host mapping takes CPU atomics where the host
+ * component uses them too (all_direct windows), so device-posted and host atomics on the
+ * window stay atomic with each other; elsewhere its atomics keep going through UCX.
+ */
 static int ompi_osc_gpuic_devqueue_key(ompi_osc_gpuic_module_t *module,
-                                       ompi_osc_gpuic_devqueue_t *q, int rank, bool direct)
+                                       ompi_osc_gpuic_devqueue_t *q, int rank,
+                                       gpuic_keytable_direct_t direct)
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[rank];
     gpuic_keytable_entry_t e = {0};
@@ -101,11 +107,18 @@ static int ompi_osc_gpuic_devqueue_key(ompi_osc_gpuic_module_t *module,
 
     e.target = (uint32_t)rank;
     e.len = peer->win.size;
-    if (direct) {
-        e.direct = 1;
+    e.direct = direct;
+    e.cpu_atomics = direct == GPUIC_KEYTABLE_DIRECT_HOST && module->all_direct;
+    if (direct != GPUIC_KEYTABLE_DIRECT_NONE) {
         e.base = (uint64_t)(uintptr_t)peer->win.direct;
-    } else {
-        e.base = peer->win.base;
+    }
+    if (direct == GPUIC_KEYTABLE_DIRECT_NONE ||
+        (direct == GPUIC_KEYTABLE_DIRECT_HOST && !e.cpu_atomics)) {
+        if (direct == GPUIC_KEYTABLE_DIRECT_NONE) {
+            e.base = peer->win.base;
+        } else {
+            e.remote_base = peer->win.base; /* for its UCX atomics */
+        }
         /* on the proxy's context: the caller has paused the proxy thread */
         status = ompi_osc_gpuic_endpoint_lookup(&mca_osc_gpuic_component.proxy_endpoints,
                                                 mca_osc_gpuic_component.proxy_ctx,
@@ -256,12 +269,18 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
                 continue;
             }
             /* forced: data through the proxy's copies over our mapping, atomics on it */
-            rc = ompi_osc_gpuic_devqueue_key(module, q, i, true);
+            rc = ompi_osc_gpuic_devqueue_key(module, q, i, GPUIC_KEYTABLE_DIRECT_COPY);
             dp->flags |= MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P | MPIX_GPUIC_DEVICE_PEER_LOADS;
         } else if (peer->win.gpu) {
             continue; /* device memory on another node: not reachable yet */
+        } else if (c->direct && peer->win.direct != NULL) {
+            /* host memory this process maps (a same-node peer's window allocated by UCX, or
+             * our own): the proxy executes entries with CPU copies and atomics on the mapping,
+             * so entries name addresses in it; osc_gpuic_direct=0 keeps them on UCX */
+            rc = ompi_osc_gpuic_devqueue_key(module, q, i, GPUIC_KEYTABLE_DIRECT_HOST);
+            dp->base = (uint64_t)(uintptr_t)peer->win.direct;
         } else {
-            rc = ompi_osc_gpuic_devqueue_key(module, q, i, false);
+            rc = ompi_osc_gpuic_devqueue_key(module, q, i, GPUIC_KEYTABLE_DIRECT_NONE);
             dp->base = peer->win.base;
         }
         dp->path = MPIX_GPUIC_DEVICE_PATH_PROXY;
