@@ -77,7 +77,7 @@ __device__ static inline void sync_flush_all(const sync_args_t &a)
     if (a.flags & MPIX_GPUIC_STREAM_PROXY) {
         (void)MPIX_Win_flush_all_device(a.win);
     } else {
-        gpuic_dev_fence_data_to_peer((a.flags & MPIX_GPUIC_STREAM_SAME_GPU) != 0);
+        gpuic_dev_fence_data_to_peer((a.flags & MPIX_GPUIC_STREAM_DATA_SAME_GPU) != 0);
     }
 }
 

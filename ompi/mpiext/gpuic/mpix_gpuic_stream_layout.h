@@ -60,6 +60,10 @@ extern "C" {
 /** Synchronization kernels: some target of the window takes the proxy path, so completing
  *  everything (fence, unlock_all, complete) must also drain the window's device queue. */
 #define MPIX_GPUIC_STREAM_PROXY    0x2u
+/** Synchronization kernels: every target of the window's device handle is on this GPU (its
+ *  MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU), so the release fence before a signal may be
+ *  device-scope; MPIX_GPUIC_STREAM_SAME_GPU there speaks of the sync blocks only. */
+#define MPIX_GPUIC_STREAM_DATA_SAME_GPU 0x4u
 
 /** Puts and gets of at most this many bytes to a P2P target run as one warp on addresses the
  *  host resolved (mpix_gpuic_k_copy_small); larger ones take the device API's block copy. */
@@ -107,7 +111,7 @@ typedef struct mpix_gpuic_stream_sync_args {
     int32_t  target;      /**< unused (-1) */
     int32_t  nranks;
     int32_t  rank;        /**< this process */
-    uint32_t flags;       /**< MPIX_GPUIC_STREAM_SAME_GPU (all blocks), _PROXY */
+    uint32_t flags;       /**< MPIX_GPUIC_STREAM_SAME_GPU (all blocks), _PROXY, _DATA_SAME_GPU */
     /** blocks_dev's first entries, so that small windows' kernels load no address */
     uint64_t *blocks[MPIX_GPUIC_STREAM_INLINE_BLOCKS];
     /** post, start, complete, wait: the group; lock_all, unlock_all: the targets with a sync

@@ -249,7 +249,10 @@ static int ompi_osc_gpuic_stream_describe(ompi_osc_gpuic_module_t *module,
     }
     st->sw.all_p2p = all_p2p;
     st->sw.sync_flags = (all_same_gpu ? MPIX_GPUIC_STREAM_SAME_GPU : 0) |
-                        (data->queue != NULL ? MPIX_GPUIC_STREAM_PROXY : 0);
+                        (data->queue != NULL ? MPIX_GPUIC_STREAM_PROXY : 0) |
+                        ((data->flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU)
+                             ? MPIX_GPUIC_STREAM_DATA_SAME_GPU
+                             : 0);
     st->win_seen = win;
 out:
     free(data);

@@ -40,8 +40,9 @@ typedef struct ompi_osc_gpuic_stream_win {
     uint64_t *own;       /**< device address of this process's sync block */
     const ompi_osc_gpuic_stream_peer_t *peers; /**< nranks entries */
     uint64_t *const *blocks_dev; /**< device array of every rank's peers[r].block */
-    /** MPIX_GPUIC_STREAM_SAME_GPU when every sync block is on this GPU; _PROXY when some target
-     *  takes the proxy path (the window has a device queue). */
+    /** MPIX_GPUIC_STREAM_SAME_GPU when every sync block is on this GPU; _DATA_SAME_GPU when
+     *  every target's window is; _PROXY when some target takes the proxy path (the window has a
+     *  device queue).  The synchronization kernels' flags. */
     uint32_t sync_flags;
     /** Every target the window's device handle reaches takes the P2P path, and there is no
      *  device queue: every enqueued operation completes with its own kernel, so enqueued
