@@ -509,6 +509,20 @@ static void test_errors(MPI_Win win, cudaStream_t s)
                 MPI_ERR_RMA_RANGE);
     CHECK_CLASS(MPIX_Put_enqueue(src, 4, MPI_UNSIGNED, right, -1, 4, MPI_UNSIGNED, win, s),
                 MPI_ERR_RMA_RANGE);
+    {
+        /* 4 unsigned 2 units into the type (true lower bound 8 bytes): the last 4 units of the
+         * window plus that lower bound leave it */
+        MPI_Datatype shifted;
+        int one = 4;
+        MPI_Aint at = 2 * DU;
+
+        MPI_OK(MPI_Type_create_hindexed(1, &one, &at, MPI_UNSIGNED, &shifted));
+        MPI_OK(MPI_Type_commit(&shifted));
+        CHECK_CLASS(MPIX_Put_enqueue(src, 4, MPI_UNSIGNED, right, WIN_BYTES / DU - 4, 1, shifted,
+                                     win, s),
+                    MPI_ERR_RMA_RANGE);
+        MPI_Type_free(&shifted);
+    }
     CHECK_CLASS(MPIX_Get_enqueue(src, 4, MPI_UNSIGNED, right, WIN_BYTES, 4, MPI_UNSIGNED, win,
                                  s),
                 MPI_ERR_RMA_RANGE);

@@ -334,7 +334,7 @@ static int mpix_stream_xfer(bool is_put, void *origin_addr, int origin_count,
     mpix_gpuic_stream_rma_args_t a;
     size_t obytes, tbytes;
     MPI_Aint olb, tlb;
-    uint64_t du, unit, blocks, chunk, dptr;
+    uint64_t du = 1, unit, blocks, chunk, dptr;
     int rc;
 
     rc = mpix_stream_begin(win, &c);
@@ -354,7 +354,18 @@ static int mpix_stream_xfer(bool is_put, void *origin_addr, int origin_count,
         rc = mpix_stream_buffer(&c, origin_addr, olb, obytes, &dptr);
     }
     if (rc == MPI_SUCCESS) {
-        rc = mpix_stream_check_range(&c, target_rank, target_disp, tbytes);
+        du = c.sw->peers[target_rank].disp_unit > 0 ? (uint64_t)c.sw->peers[target_rank].disp_unit
+                                                    : 1;
+        if (tlb % (MPI_Aint)du != 0) {
+            rc = MPI_ERR_TYPE; /* a target layout starting inside a displacement unit */
+        } else if (tlb > 0 && target_disp > INT64_MAX - tlb / (MPI_Aint)du) {
+            rc = MPI_ERR_RMA_RANGE;
+        }
+    }
+    /* The range the data really covers, lower bound included: the small-copy kernel writes
+     * where the host tells it, with no check of its own. */
+    if (rc == MPI_SUCCESS) {
+        rc = mpix_stream_check_range(&c, target_rank, target_disp + tlb / (MPI_Aint)du, tbytes);
     }
     if (rc == MPI_SUCCESS) {
         rc = mpix_stream_reachable(&c, target_rank, MPIX_STREAM_REACH_DATA);
@@ -362,22 +373,15 @@ static int mpix_stream_xfer(bool is_put, void *origin_addr, int origin_count,
     if (rc == MPI_SUCCESS) {
         rc = mpix_stream_check_access(&c, target_rank, false);
     }
-    if (rc == MPI_SUCCESS && tlb % (MPI_Aint)(c.sw->peers[target_rank].disp_unit > 0
-                                                  ? c.sw->peers[target_rank].disp_unit
-                                                  : 1) != 0) {
-        rc = MPI_ERR_TYPE; /* a target layout starting inside a displacement unit */
-    }
     if (rc != MPI_SUCCESS || obytes == 0) {
         return rc;
     }
-    du = c.sw->peers[target_rank].disp_unit > 0 ? (uint64_t)c.sw->peers[target_rank].disp_unit
-                                                : 1;
     if (obytes <= MPIX_GPUIC_STREAM_SMALL_BYTES && mpix_stream_self_completing(&c, target_rank) &&
         c.sw->peers[target_rank].base != 0) {
         /* the range was checked above against the same description of the target */
         mpix_gpuic_stream_copy_args_t small;
         uint64_t remote = c.sw->peers[target_rank].base +
-                          ((uint64_t)target_disp * du + (uint64_t)tlb);
+                          (uint64_t)(target_disp + tlb / (MPI_Aint)du) * du;
 
         small.dst = is_put ? remote : dptr;
         small.src = is_put ? dptr : remote;
