@@ -9,6 +9,11 @@
  * N enqueues followed by one stream synchronization:
  *   gpuic stream_put            8 B MPIX_Put_enqueue (rank 0, in an enqueued lock_all epoch)
  *   gpuic stream_put_flush      8 B MPIX_Put_enqueue + MPIX_Win_flush_enqueue
+ *   gpuic stream_put_host       host time of one MPIX_Put_enqueue call alone (batches of
+ *                               ENQ_BATCH calls, each timed before its stream synchronization)
+ *   gpuic stream_put_flush_host host time of one MPIX_Put_enqueue + MPIX_Win_flush_enqueue
+ *   gpuic graph_lock_epoch      a captured passive epoch (kernel, lock_all, put, flush,
+ *                               unlock_all) replayed 1000 times by rank 0, per epoch
  *   gpuic stream_fence_epoch    MPIX_Win_fence_enqueue alone (both ranks)
  *   gpuic stream_put_fence_epoch  MPIX_Put_enqueue + MPIX_Win_fence_enqueue (both ranks)
  *   gpuic graph_epoch           a captured epoch (kernel, put, fence, kernel) replayed 1000
@@ -32,6 +37,7 @@
 
 #define WIN_BYTES (1u << 20)
 #define GRAPH_REPLAYS 1000
+#define ENQ_BATCH 256 /* well below the stream's launch queue: the host never waits in a batch */
 
 static int rank;
 static FILE *csv;
@@ -84,6 +90,7 @@ int main(int argc, char **argv)
     cudaStream_t s;
     double t0;
     double put_flush = 0, host_put_flush = 0, host_epoch = 0, graph_epoch = 0;
+    double graph_lock_epoch = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -140,8 +147,56 @@ int main(int argc, char **argv)
         cudaStreamSynchronize(s);
         put_flush = (now_us() - t0) / iters;
         row("gpuic", "stream_put_flush", 8, put_flush, "us");
+
+        /* the host's part alone: batches short enough that no call waits for the GPU */
+        double host_put = 0, host_pf = 0;
+        int batches = iters / ENQ_BATCH > 0 ? iters / ENQ_BATCH : 1;
+        for (int b = 0; b < batches; ++b) {
+            t0 = now_us();
+            for (int i = 0; i < ENQ_BATCH; ++i) {
+                MPIX_Put_enqueue(src, 8, MPI_BYTE, peer, (i % 1024) * 8, 8, MPI_BYTE, win, s);
+            }
+            host_put += now_us() - t0;
+            cudaStreamSynchronize(s);
+            t0 = now_us();
+            for (int i = 0; i < ENQ_BATCH / 2; ++i) {
+                MPIX_Put_enqueue(src, 8, MPI_BYTE, peer, (i % 1024) * 8, 8, MPI_BYTE, win, s);
+                MPIX_Win_flush_enqueue(peer, win, s);
+            }
+            host_pf += now_us() - t0;
+            cudaStreamSynchronize(s);
+        }
+        row("gpuic", "stream_put_host", 8, host_put / ((double)batches * ENQ_BATCH), "us");
+        row("gpuic", "stream_put_flush_host", 8, host_pf / ((double)batches * (ENQ_BATCH / 2)),
+            "us");
         must(MPIX_Win_unlock_all_enqueue(win, s), "unlock_all_enqueue");
         cudaStreamSynchronize(s);
+
+        /* a passive-target epoch captured once, replayed */
+        {
+            cudaGraph_t graph;
+            cudaGraphExec_t exec;
+            cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+            k_touch_dev<<<1, 1, 0, s>>>(src);
+            must(MPIX_Win_lock_all_enqueue(0, win, s), "lock_all_enqueue");
+            must(MPIX_Put_enqueue(src, 8, MPI_BYTE, peer, 0, 8, MPI_BYTE, win, s), "put");
+            must(MPIX_Win_flush_enqueue(peer, win, s), "flush");
+            must(MPIX_Win_unlock_all_enqueue(win, s), "unlock_all_enqueue");
+            cudaStreamEndCapture(s, &graph);
+            size_t nodes = 0;
+            cudaGraphGetNodes(graph, NULL, &nodes);
+            cudaGraphInstantiate(&exec, graph, 0);
+            cudaGraphLaunch(exec, s);
+            cudaStreamSynchronize(s);
+            t0 = now_us();
+            for (int r = 0; r < GRAPH_REPLAYS; ++r) cudaGraphLaunch(exec, s);
+            cudaStreamSynchronize(s);
+            graph_lock_epoch = (now_us() - t0) / GRAPH_REPLAYS;
+            row("gpuic", "graph_lock_epoch", 8, graph_lock_epoch, "us");
+            row("gpuic", "graph_lock_epoch_nodes", 0, (double)nodes, "nodes");
+            cudaGraphExecDestroy(exec);
+            cudaGraphDestroy(graph);
+        }
 
         /* floor: a stream-ordered copy of the same size */
         cudaMemcpyAsync(dst, src, 8, cudaMemcpyDeviceToDevice, s);
@@ -198,6 +253,8 @@ int main(int argc, char **argv)
         MPIX_Win_fence_enqueue(0, win, s);
         k_touch_dev<<<1, 1, 0, s>>>(dst);
         cudaStreamEndCapture(s, &graph);
+        size_t nodes = 0;
+        cudaGraphGetNodes(graph, NULL, &nodes);
         cudaGraphInstantiate(&exec, graph, 0);
         cudaGraphLaunch(exec, s);
         cudaStreamSynchronize(s);
@@ -207,6 +264,7 @@ int main(int argc, char **argv)
         cudaStreamSynchronize(s);
         graph_epoch = (now_us() - t0) / GRAPH_REPLAYS;
         row("gpuic", "graph_epoch", 8, graph_epoch, "us");
+        row("gpuic", "graph_epoch_nodes", 0, (double)nodes, "nodes");
         must(MPIX_Win_fence_enqueue(MPI_MODE_NOSUCCEED, win, s), "fence_enqueue");
         cudaStreamSynchronize(s);
         cudaGraphExecDestroy(exec);
@@ -233,6 +291,8 @@ int main(int argc, char **argv)
     if (host_put_flush > 0) {
         row("ratio", "stream_put_flush/host_put_flush", 8, put_flush / host_put_flush, "x");
         row("ratio", "graph_epoch/host_put_flush", 8, graph_epoch / host_put_flush, "x");
+        row("ratio", "graph_lock_epoch/host_put_flush", 8, graph_lock_epoch / host_put_flush,
+            "x");
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_free(&win);

@@ -14,7 +14,13 @@
  *  6. fetch_and_op (results in pinned host memory, each one read by a kernel right after it),
  *     accumulate (device and pinned origins, a contiguous derived type), compare_and_swap;
  *  7. host epochs, enqueued epochs, host epochs again on the same window;
- *  8. refused calls: each returns its class at enqueue time and nothing is written.
+ *  8. refused calls: each returns its class at enqueue time and nothing is written;
+ *  9. flushes that launch nothing (every operation they cover completed with its own kernel,
+ *     P2P targets): an event after the flush still means the data is at the target, for an
+ *     8-byte put, a put larger than the one-warp path, a put on another stream joined by an
+ *     event, and a get reading back a put right after its flush.
+ * Run under OMPI_MCA_osc_gpuic_device_proxy=1 (testlist), every target takes the proxy path
+ * and the same checks cover flushes that must wait for the proxy.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -43,6 +49,11 @@
 #define OFF_ACCD 90020 /* double */
 #define OFF_ACCT 90024 /* 16 int32 through a contiguous type */
 #define OFF_MIX 92000
+#define OFF_EL8 94000   /* 8 bytes */
+#define OFF_ELB 94100   /* N_BIG units */
+#define OFF_ELS 99000   /* N_SMALL units, put from the second stream */
+#define OFF_ELG 101000  /* 8 bytes, put then read back */
+#define N_BIG 4100      /* 16400 bytes: above the one-warp path */
 #define GRAPH_REPLAYS 1000
 #define FOP_ROUNDS 50
 
@@ -498,6 +509,20 @@ static void test_errors(MPI_Win win, cudaStream_t s)
                 MPI_ERR_RMA_RANGE);
     CHECK_CLASS(MPIX_Put_enqueue(src, 4, MPI_UNSIGNED, right, -1, 4, MPI_UNSIGNED, win, s),
                 MPI_ERR_RMA_RANGE);
+    {
+        /* 4 unsigned 2 units into the type (true lower bound 8 bytes): the last 4 units of the
+         * window plus that lower bound leave it */
+        MPI_Datatype shifted;
+        int one = 4;
+        MPI_Aint at = 2 * DU;
+
+        MPI_OK(MPI_Type_create_hindexed(1, &one, &at, MPI_UNSIGNED, &shifted));
+        MPI_OK(MPI_Type_commit(&shifted));
+        CHECK_CLASS(MPIX_Put_enqueue(src, 4, MPI_UNSIGNED, right, WIN_BYTES / DU - 4, 1, shifted,
+                                     win, s),
+                    MPI_ERR_RMA_RANGE);
+        MPI_Type_free(&shifted);
+    }
     CHECK_CLASS(MPIX_Get_enqueue(src, 4, MPI_UNSIGNED, right, WIN_BYTES, 4, MPI_UNSIGNED, win,
                                  s),
                 MPI_ERR_RMA_RANGE);
@@ -569,6 +594,85 @@ static void test_errors(MPI_Win win, cudaStream_t s)
     free(after);
 }
 
+/* Tells the left neighbour "my event fired" and waits for the right one's: the origin's event
+ * is the only thing that orders the target's host check after the put. */
+static void event_handshake(int tag)
+{
+    int token = rank, got = -1;
+
+    MPI_Sendrecv(&token, 1, MPI_INT, right, tag, &got, 1, MPI_INT, left, tag, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    CHECK(got == left);
+}
+
+/* 9. flushes with nothing left to run still give remote completion at their event */
+static void test_flush_elision(MPI_Win win, cudaStream_t s, cudaStream_t s2)
+{
+    unsigned *src, *back;
+    cudaEvent_t ev, joined;
+    unsigned h[2] = {0, 0};
+
+    CUDA_CHECK(cudaMalloc(&src, N_BIG * sizeof(unsigned)));
+    CUDA_CHECK(cudaMalloc(&back, 2 * sizeof(unsigned)));
+    CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&joined, cudaEventDisableTiming));
+    MPI_OK(MPIX_Win_lock_all_enqueue(0, win, s));
+
+    /* an 8-byte put, flushed: one warp, no flush kernel on the P2P path */
+    k_fill<<<1, 32, 0, s>>>(src, 2, rank, 301);
+    MPI_OK(MPIX_Put_enqueue(src, 2, MPI_UNSIGNED, right, OFF_EL8, 2, MPI_UNSIGNED, win, s));
+    MPI_OK(MPIX_Win_flush_enqueue(right, win, s));
+    CUDA_CHECK(cudaEventRecord(ev, s));
+    CUDA_CHECK(cudaEventSynchronize(ev));
+    event_handshake(31);
+    CHECK(host_check(OFF_EL8, 2, left, 301) == 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* a larger put (the device API's block copy), flushed with flush_all */
+    k_fill<<<8, 256, 0, s>>>(src, N_BIG, rank, 302);
+    MPI_OK(MPIX_Put_enqueue(src, N_BIG, MPI_UNSIGNED, right, OFF_ELB, N_BIG, MPI_UNSIGNED, win,
+                            s));
+    MPI_OK(MPIX_Win_flush_all_enqueue(win, s));
+    CUDA_CHECK(cudaEventRecord(ev, s));
+    CUDA_CHECK(cudaEventSynchronize(ev));
+    event_handshake(32);
+    CHECK(host_check(OFF_ELB, N_BIG, left, 302) == 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* a put on the second stream, which the first joins before its flush */
+    CUDA_CHECK(cudaEventRecord(joined, s));
+    CUDA_CHECK(cudaStreamWaitEvent(s2, joined, 0));
+    k_fill<<<4, 256, 0, s2>>>(src, N_SMALL, rank, 303);
+    MPI_OK(MPIX_Put_enqueue(src, N_SMALL, MPI_UNSIGNED, right, OFF_ELS, N_SMALL, MPI_UNSIGNED,
+                            win, s2));
+    CUDA_CHECK(cudaEventRecord(joined, s2));
+    CUDA_CHECK(cudaStreamWaitEvent(s, joined, 0));
+    MPI_OK(MPIX_Win_flush_enqueue(right, win, s));
+    CUDA_CHECK(cudaEventRecord(ev, s));
+    CUDA_CHECK(cudaEventSynchronize(ev));
+    event_handshake(33);
+    CHECK(host_check(OFF_ELS, N_SMALL, left, 303) == 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* put, flush, get of the same words: the get sees the put (flush_local in between, which
+     * never runs anything, must not reorder either) */
+    k_fill<<<1, 32, 0, s>>>(src, 2, rank, 304);
+    MPI_OK(MPIX_Put_enqueue(src, 2, MPI_UNSIGNED, right, OFF_ELG, 2, MPI_UNSIGNED, win, s));
+    MPI_OK(MPIX_Win_flush_local_enqueue(right, win, s));
+    MPI_OK(MPIX_Win_flush_enqueue(right, win, s));
+    MPI_OK(MPIX_Get_enqueue(back, 2, MPI_UNSIGNED, right, OFF_ELG, 2, MPI_UNSIGNED, win, s));
+    MPI_OK(MPIX_Win_unlock_all_enqueue(win, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    CUDA_CHECK(cudaMemcpy(h, back, sizeof(h), cudaMemcpyDeviceToHost));
+    CHECK(h[0] == val(rank, 304, 0) && h[1] == val(rank, 304, 1));
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    cudaEventDestroy(ev);
+    cudaEventDestroy(joined);
+    cudaFree(back);
+    cudaFree(src);
+}
+
 int main(int argc, char **argv)
 {
     int caps = 0, ndev = 0;
@@ -629,6 +733,7 @@ int main(int argc, char **argv)
     test_atomics(win, s);
     test_pscw(win, s);
     test_mixing(win, s);
+    test_flush_elision(win, s, s2);
     test_errors(win, s);
 
     MPI_Barrier(MPI_COMM_WORLD);

@@ -51,6 +51,7 @@ static const char *const mpix_stream_names[MPIX_GPUIC_K_COUNT] = {
     [MPIX_GPUIC_K_START] = "mpix_gpuic_k_start",
     [MPIX_GPUIC_K_COMPLETE] = "mpix_gpuic_k_complete",
     [MPIX_GPUIC_K_WAIT] = "mpix_gpuic_k_wait",
+    [MPIX_GPUIC_K_COPY_SMALL] = "mpix_gpuic_k_copy_small",
 };
 
 static const ompi_osc_gpuic_stream_image_t mpix_stream_image = {
@@ -283,6 +284,27 @@ static int mpix_stream_buffer(const mpix_stream_ctx_t *c, const void *ptr, MPI_A
     return c->ops->buffer((const char *)ptr + lb, dptr_p);
 }
 
+/* The ordering scope of what the RMA kernels write at @p rank (MPIX_GPUIC_STREAM_SAME_GPU). */
+static uint32_t mpix_stream_rma_flags(const mpix_stream_ctx_t *c, int rank)
+{
+    return (c->sw->peers[rank].flags & MPIX_GPUIC_DEVICE_PEER_SAME_GPU) ? MPIX_GPUIC_STREAM_SAME_GPU
+                                                                         : 0;
+}
+
+/*
+ * Whether an operation on @p rank is complete at the target when its own kernel is: P2P
+ * targets, where the kernel stores into the target's window itself and ends with the release
+ * fence of a flush (rma_complete in the kernels).  A flush of such a target has nothing left
+ * to do, whatever stream the operations were enqueued on: a flush on one stream completes
+ * what stream order puts before it, and every P2P operation before it is complete with its
+ * kernel.  Proxy-path operations are only posted by their kernel, so their flush still waits
+ * for the proxy; the path is fixed by the window's device handle, never by the call.
+ */
+static bool mpix_stream_self_completing(const mpix_stream_ctx_t *c, int rank)
+{
+    return c->sw->peers[rank].data_path == MPIX_GPUIC_DEVICE_PATH_P2P;
+}
+
 static int mpix_stream_launch(const mpix_stream_ctx_t *c, int kernel, unsigned grid,
                               unsigned block, void *stream, void *args)
 {
@@ -312,7 +334,7 @@ static int mpix_stream_xfer(bool is_put, void *origin_addr, int origin_count,
     mpix_gpuic_stream_rma_args_t a;
     size_t obytes, tbytes;
     MPI_Aint olb, tlb;
-    uint64_t du, unit, blocks, chunk, dptr;
+    uint64_t du = 1, unit, blocks, chunk, dptr;
     int rc;
 
     rc = mpix_stream_begin(win, &c);
@@ -332,7 +354,18 @@ static int mpix_stream_xfer(bool is_put, void *origin_addr, int origin_count,
         rc = mpix_stream_buffer(&c, origin_addr, olb, obytes, &dptr);
     }
     if (rc == MPI_SUCCESS) {
-        rc = mpix_stream_check_range(&c, target_rank, target_disp, tbytes);
+        du = c.sw->peers[target_rank].disp_unit > 0 ? (uint64_t)c.sw->peers[target_rank].disp_unit
+                                                    : 1;
+        if (tlb % (MPI_Aint)du != 0) {
+            rc = MPI_ERR_TYPE; /* a target layout starting inside a displacement unit */
+        } else if (tlb > 0 && target_disp > INT64_MAX - tlb / (MPI_Aint)du) {
+            rc = MPI_ERR_RMA_RANGE;
+        }
+    }
+    /* The range the data really covers, lower bound included: the small-copy kernel writes
+     * where the host tells it, with no check of its own. */
+    if (rc == MPI_SUCCESS) {
+        rc = mpix_stream_check_range(&c, target_rank, target_disp + tlb / (MPI_Aint)du, tbytes);
     }
     if (rc == MPI_SUCCESS) {
         rc = mpix_stream_reachable(&c, target_rank, MPIX_STREAM_REACH_DATA);
@@ -340,19 +373,26 @@ static int mpix_stream_xfer(bool is_put, void *origin_addr, int origin_count,
     if (rc == MPI_SUCCESS) {
         rc = mpix_stream_check_access(&c, target_rank, false);
     }
-    if (rc == MPI_SUCCESS && tlb % (MPI_Aint)(c.sw->peers[target_rank].disp_unit > 0
-                                                  ? c.sw->peers[target_rank].disp_unit
-                                                  : 1) != 0) {
-        rc = MPI_ERR_TYPE; /* a target layout starting inside a displacement unit */
-    }
     if (rc != MPI_SUCCESS || obytes == 0) {
         return rc;
+    }
+    if (obytes <= MPIX_GPUIC_STREAM_SMALL_BYTES && mpix_stream_self_completing(&c, target_rank) &&
+        c.sw->peers[target_rank].base != 0) {
+        /* the range was checked above against the same description of the target */
+        mpix_gpuic_stream_copy_args_t small;
+        uint64_t remote = c.sw->peers[target_rank].base +
+                          (uint64_t)(target_disp + tlb / (MPI_Aint)du) * du;
+
+        small.dst = is_put ? remote : dptr;
+        small.src = is_put ? dptr : remote;
+        small.bytes = obytes;
+        small.flags = mpix_stream_rma_flags(&c, target_rank);
+        small.reserved = 0;
+        return mpix_stream_launch(&c, MPIX_GPUIC_K_COPY_SMALL, 1, 32, stream, &small);
     }
     /* One block per chunk of about 64 KiB, each a whole number of the target's displacement
      * units and of 16 bytes (the widest copy unit). */
     memset(&a, 0, sizeof(a));
-    du = c.sw->peers[target_rank].disp_unit > 0 ? (uint64_t)c.sw->peers[target_rank].disp_unit
-                                                : 1;
     unit = du / mpix_stream_gcd(du, 16) * 16;
     blocks = (obytes + 65535) / 65536;
     blocks = blocks > 1024 ? 1024 : blocks;
@@ -366,6 +406,7 @@ static int mpix_stream_xfer(bool is_put, void *origin_addr, int origin_count,
     a.disp = (int64_t)target_disp + (int64_t)(tlb / (MPI_Aint)du);
     a.chunk_disp = (int64_t)(chunk / du);
     a.target = target_rank;
+    a.flags = mpix_stream_rma_flags(&c, target_rank);
     return mpix_stream_launch(&c, is_put ? MPIX_GPUIC_K_PUT : MPIX_GPUIC_K_GET,
                               (unsigned)((obytes + chunk - 1) / chunk),
                               obytes <= 512 ? 32 : 256, stream, &a);
@@ -432,6 +473,7 @@ static int mpix_stream_atomic_prepare(mpix_stream_ctx_t *c, MPI_Datatype datatyp
     a->disp = (int64_t)target_disp;
     a->type = type;
     a->count = 1;
+    a->flags = rc == MPI_SUCCESS ? mpix_stream_rma_flags(c, target_rank) : 0;
     return rc;
 }
 
@@ -492,6 +534,7 @@ int MPIX_Accumulate_enqueue(const void *origin_addr, int origin_count,
     a.count = (int32_t)((long)target_count * tper);
     a.type = ttype;
     a.op = kop;
+    a.flags = mpix_stream_rma_flags(&c, target_rank);
     return mpix_stream_launch(&c, MPIX_GPUIC_K_ACC, 1, a.count <= 32 ? 32 : 256, stream, &a);
 }
 
@@ -557,9 +600,14 @@ static void mpix_stream_sync_args(const mpix_stream_ctx_t *c, int target,
     a->win = (MPIX_Win_device)c->sw->win;
     a->sync = (MPIX_Win_device)c->sw->sync;
     a->own = c->sw->own;
+    a->blocks_dev = c->sw->blocks_dev;
     a->target = target;
     a->nranks = c->sw->nranks;
     a->rank = c->sw->rank;
+    a->flags = c->sw->sync_flags;
+    for (int r = 0; r < c->sw->nranks && r < MPIX_GPUIC_STREAM_INLINE_BLOCKS; ++r) {
+        a->blocks[r] = c->sw->peers[r].block;
+    }
 }
 
 /* Threads of a synchronization kernel: one per rank, up to 256. */
@@ -593,6 +641,14 @@ static int mpix_stream_flush(int kernel, int rank, MPI_Win win, void *stream)
     }
     if (rc != MPI_SUCCESS) {
         return rc;
+    }
+    /* Nothing to run when every operation the flush covers completed with its own kernel
+     * (mpix_stream_self_completing), and for flush_local always: every RMA kernel has read its
+     * origin before it ends, on the proxy path into the entry or its staging area. */
+    if (kernel == MPIX_GPUIC_K_FLUSH_LOCAL ||
+        (kernel == MPIX_GPUIC_K_FLUSH && mpix_stream_self_completing(&c, rank)) ||
+        (kernel == MPIX_GPUIC_K_FLUSH_ALL && c.sw->all_p2p)) {
+        return MPI_SUCCESS;
     }
     memset(&a, 0, sizeof(a));
     a.win = (MPIX_Win_device)c.sw->win;

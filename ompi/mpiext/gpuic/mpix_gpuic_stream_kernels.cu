@@ -33,17 +33,26 @@ __device__ static inline bool group_has(const sync_args_t &a, int r)
     return r < MPIX_GPUIC_STREAM_GROUP_MAX && ((a.group[r >> 6] >> (r & 63)) & 1u) != 0;
 }
 
+/* Rank @p r's sync block as mapped here: from the arguments for the first ranks, else from the
+ * device array (the host refuses calls naming a rank without a block). */
+__device__ static inline uint64_t *sync_block(const sync_args_t &a, int r)
+{
+    return r < MPIX_GPUIC_STREAM_INLINE_BLOCKS ? a.blocks[r] : a.blocks_dev[r];
+}
+
 /*
  * Publishes @p value in word @p index of rank @p r's sync block.  Orders everything this
  * thread, and the kernels before it on the stream, wrote into any window (the producer side)
  * before the word as seen by rank r's synchronization kernel that waits on it with sync_wait
- * (the consumer side): a release store, system scope unless every block is on this GPU.
+ * (the consumer side): a release store, system scope unless every block is on this GPU.  The
+ * host resolved the block's address when it described the window, so this is the store alone
+ * (the device API's put-with-signal would check the handle and the range on every call).
  */
 __device__ static inline void sync_signal(const sync_args_t &a, int r, size_t index,
                                           uint64_t value)
 {
-    (void)MPIX_Put_signal_device(NULL, 0, r, 0, sync_disp(index), value, MPIX_DEVICE_SIGNAL_SET,
-                                 a.sync);
+    gpuic_dev_signal_release((a.flags & MPIX_GPUIC_STREAM_SAME_GPU) != 0, sync_block(a, r) + index,
+                             value, false);
 }
 
 /*
@@ -53,8 +62,36 @@ __device__ static inline void sync_signal(const sync_args_t &a, int r, size_t in
  */
 __device__ static inline void sync_wait(const sync_args_t &a, size_t index, uint64_t value)
 {
-    (void)MPIX_Signal_wait_until_device(sync_disp(index), MPIX_DEVICE_CMP_GE, value, NULL,
-                                        a.sync);
+    bool same_gpu = (a.flags & MPIX_GPUIC_STREAM_SAME_GPU) != 0;
+
+    while (gpuic_dev_load_acquire_signal(a.own + index, same_gpu) < value) {
+    }
+}
+
+/*
+ * What every epoch-closing kernel (fence, unlock_all, complete) owes before it signals: the
+ * release fence of a flush, and the device queue drained when the window has proxy targets.
+ */
+__device__ static inline void sync_flush_all(const sync_args_t &a)
+{
+    if (a.flags & MPIX_GPUIC_STREAM_PROXY) {
+        (void)MPIX_Win_flush_all_device(a.win);
+    } else {
+        gpuic_dev_fence_data_to_peer((a.flags & MPIX_GPUIC_STREAM_DATA_SAME_GPU) != 0);
+    }
+}
+
+/*
+ * Ends every RMA kernel, by every thread that wrote: the release fence a flush would make,
+ * made by the writing thread itself.  With the kernel boundary after it (an event, the next
+ * kernel, the host), a P2P operation is complete at the target when its kernel is, so an
+ * enqueued flush that follows only P2P operations has nothing left to do
+ * (mpix_gpuic_stream.c launches nothing for it).  Proxy-path operations are only posted here;
+ * their flush still runs a kernel that waits for the proxy.
+ */
+__device__ static inline void rma_complete(uint32_t flags)
+{
+    gpuic_dev_fence_data_to_peer((flags & MPIX_GPUIC_STREAM_SAME_GPU) != 0);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -70,6 +107,7 @@ extern "C" __global__ void mpix_gpuic_k_put(rma_args_t a)
         (void)MPIX_Put_device_block((const char *)(uintptr_t)a.origin + off, len, a.target,
                                     a.disp + (int64_t)blockIdx.x * a.chunk_disp, a.win);
     }
+    rma_complete(a.flags);
 }
 
 extern "C" __global__ void mpix_gpuic_k_get(rma_args_t a)
@@ -89,6 +127,7 @@ extern "C" __global__ void mpix_gpuic_k_acc(rma_args_t a)
     (void)MPIX_Accumulate_device_block((const void *)(uintptr_t)a.origin, a.count,
                                        (MPIX_Device_type)a.type, (MPIX_Device_op)a.op, a.target,
                                        a.disp, a.win);
+    rma_complete(a.flags);
 }
 
 extern "C" __global__ void mpix_gpuic_k_fop(rma_args_t a)
@@ -96,6 +135,7 @@ extern "C" __global__ void mpix_gpuic_k_fop(rma_args_t a)
     (void)MPIX_Fetch_and_op_device((const void *)(uintptr_t)a.origin,
                                    (void *)(uintptr_t)a.result, (MPIX_Device_type)a.type,
                                    (MPIX_Device_op)a.op, a.target, a.disp, a.win);
+    rma_complete(a.flags);
 }
 
 extern "C" __global__ void mpix_gpuic_k_cas(rma_args_t a)
@@ -105,6 +145,19 @@ extern "C" __global__ void mpix_gpuic_k_cas(rma_args_t a)
 
     (void)MPIX_Compare_and_swap_device(value, compare, (uint64_t *)(uintptr_t)a.result,
                                        a.target, a.disp, a.win);
+    rma_complete(a.flags);
+}
+
+/*
+ * A put or get of at most MPIX_GPUIC_STREAM_SMALL_BYTES to a P2P target, by one warp, between
+ * addresses the host resolved and checked against the target's window at enqueue time: no
+ * handle loads before the copy, which is what a small enqueued put waits for otherwise.
+ */
+extern "C" __global__ void mpix_gpuic_k_copy_small(mpix_gpuic_stream_copy_args_t a)
+{
+    gpuic_dev_copy((char *)(uintptr_t)a.dst, (const char *)(uintptr_t)a.src, a.bytes,
+                   threadIdx.x, blockDim.x);
+    rma_complete(a.flags);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -148,7 +201,7 @@ extern "C" __global__ void mpix_gpuic_k_fence(sync_args_t a)
         *counter = epoch;
     }
     __syncthreads();
-    (void)MPIX_Win_flush_all_device(a.win);
+    sync_flush_all(a);
     for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
         sync_signal(a, r, MPIX_GPUIC_SYNC_FENCE(a.nranks, a.rank), epoch);
     }
@@ -190,7 +243,7 @@ extern "C" __global__ void mpix_gpuic_k_start(sync_args_t a)
 /* Complete: flush, then tell each target of the start group that this origin is done. */
 extern "C" __global__ void mpix_gpuic_k_complete(sync_args_t a)
 {
-    (void)MPIX_Win_flush_all_device(a.win);
+    sync_flush_all(a);
     for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
         if (group_has(a, r)) {
             volatile uint64_t *c = a.own + MPIX_GPUIC_SYNC_COMPLETES_TO(a.nranks, r);
@@ -235,7 +288,7 @@ extern "C" __global__ void mpix_gpuic_k_lock_all(sync_args_t a)
 /* Unlock_all: complete everything at the targets, then give the shared holds back. */
 extern "C" __global__ void mpix_gpuic_k_unlock_all(sync_args_t a)
 {
-    (void)MPIX_Win_flush_all_device(a.win);
+    sync_flush_all(a);
     for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
         if (group_has(a, r)) {
             int64_t old = 0;

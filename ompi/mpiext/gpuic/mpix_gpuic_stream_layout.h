@@ -53,6 +53,35 @@ extern "C" {
 /** Bytes of a sync block of a window of n processes. */
 #define MPIX_GPUIC_SYNC_BYTES(n)           ((7 * (size_t)(n) + 2) * sizeof(uint64_t))
 
+/** Bits of the kernels' flags arguments. */
+/** Every block or window word the kernel writes is on this GPU: device-scope ordering suffices
+ *  (the scope the window's device handle chose for the target, or for all sync blocks). */
+#define MPIX_GPUIC_STREAM_SAME_GPU 0x1u
+/** Synchronization kernels: some target of the window takes the proxy path, so completing
+ *  everything (fence, unlock_all, complete) must also drain the window's device queue. */
+#define MPIX_GPUIC_STREAM_PROXY    0x2u
+/** Synchronization kernels: every target of the window's device handle is on this GPU (its
+ *  MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU), so the release fence before a signal may be
+ *  device-scope; MPIX_GPUIC_STREAM_SAME_GPU there speaks of the sync blocks only. */
+#define MPIX_GPUIC_STREAM_DATA_SAME_GPU 0x4u
+
+/** Puts and gets of at most this many bytes to a P2P target run as one warp on addresses the
+ *  host resolved (mpix_gpuic_k_copy_small); larger ones take the device API's block copy. */
+#define MPIX_GPUIC_STREAM_SMALL_BYTES 4096
+
+/** Sync blocks whose addresses the synchronization kernels get in their arguments (the first
+ *  ranks); the others' come from a device array. */
+#define MPIX_GPUIC_STREAM_INLINE_BLOCKS 32
+
+/** Arguments of the small P2P copy (put or get, addresses resolved on the host). */
+typedef struct mpix_gpuic_stream_copy_args {
+    uint64_t dst;      /**< device address written: the target's window (put) or the origin */
+    uint64_t src;      /**< device address read */
+    uint64_t bytes;
+    uint32_t flags;    /**< MPIX_GPUIC_STREAM_SAME_GPU */
+    uint32_t reserved;
+} mpix_gpuic_stream_copy_args_t;
+
 /** Arguments of the RMA kernels (put, get, accumulate, fetch_and_op, compare_and_swap) and of
  *  the flushes (win and target only). */
 typedef struct mpix_gpuic_stream_rma_args {
@@ -68,6 +97,8 @@ typedef struct mpix_gpuic_stream_rma_args {
     int32_t  count;      /**< accumulate: elements */
     int32_t  type;       /**< accumulate family: MPIX_Device_type */
     int32_t  op;         /**< accumulate family: MPIX_Device_op */
+    uint32_t flags;      /**< MPIX_GPUIC_STREAM_SAME_GPU when the target is on this GPU */
+    uint32_t reserved;
 } mpix_gpuic_stream_rma_args_t;
 
 /** Arguments of the synchronization kernels (fence, lock_all, PSCW). */
@@ -75,10 +106,14 @@ typedef struct mpix_gpuic_stream_sync_args {
     MPIX_Win_device win;  /**< the window's device handle */
     MPIX_Win_device sync; /**< the handle of the window's sync blocks (a byte-addressed window) */
     uint64_t *own;        /**< device address of this process's own sync block */
+    /** Device array of nranks entries: each rank's sync block as mapped here (NULL: none). */
+    uint64_t *const *blocks_dev;
     int32_t  target;      /**< unused (-1) */
     int32_t  nranks;
     int32_t  rank;        /**< this process */
-    int32_t  reserved;
+    uint32_t flags;       /**< MPIX_GPUIC_STREAM_SAME_GPU (all blocks), _PROXY, _DATA_SAME_GPU */
+    /** blocks_dev's first entries, so that small windows' kernels load no address */
+    uint64_t *blocks[MPIX_GPUIC_STREAM_INLINE_BLOCKS];
     /** post, start, complete, wait: the group; lock_all, unlock_all: the targets with a sync
      *  block.  Bit r of word r / 64 for rank r. */
     uint64_t group[MPIX_GPUIC_STREAM_GROUP_WORDS];
@@ -101,6 +136,7 @@ typedef enum mpix_gpuic_stream_kernel {
     MPIX_GPUIC_K_START,
     MPIX_GPUIC_K_COMPLETE,
     MPIX_GPUIC_K_WAIT,
+    MPIX_GPUIC_K_COPY_SMALL,
     MPIX_GPUIC_K_COUNT
 } mpix_gpuic_stream_kernel_t;
 

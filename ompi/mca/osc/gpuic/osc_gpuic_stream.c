@@ -29,6 +29,7 @@ typedef struct ompi_osc_gpuic_stream_state {
     uint8_t          *valid;      /**< per rank: it has a block */
     void             **mapped;    /**< per rank: our mapping of its block (ours: block) */
     void             *sync_dev;   /**< device copy of the sync blocks' MPIX_Gpuic_device_win */
+    void             *blocks_dev; /**< device array of the mapped sync blocks, by rank */
     void             *win_seen;   /**< the data handle the host copy was made from */
     bool             ready;       /**< sw is filled in */
 } ompi_osc_gpuic_stream_state_t;
@@ -165,6 +166,7 @@ void ompi_osc_gpuic_stream_cleanup(ompi_osc_gpuic_module_t *module)
         pthread_mutex_destroy(&st->sw.lock);
     }
     gpuic_cuda_mem_free(st->sync_dev);
+    gpuic_cuda_mem_free(st->blocks_dev);
     gpuic_cuda_mem_free(st->block);
     free(st->ipc);
     free(st->valid);
@@ -185,10 +187,12 @@ static int ompi_osc_gpuic_stream_describe(ompi_osc_gpuic_module_t *module,
     int n = ompi_comm_size(module->comm), i;
     size_t len = sizeof(MPIX_Gpuic_device_win) + (size_t)n * sizeof(MPIX_Gpuic_device_peer);
     MPIX_Gpuic_device_win *data = calloc(1, len), *sync = calloc(1, len);
-    bool all_same_gpu = true;
+    size_t blocks_len = (size_t)n * sizeof(uint64_t *);
+    uint64_t **blocks = calloc(n, sizeof(uint64_t *));
+    bool all_same_gpu = true, all_p2p;
     int rc = OMPI_SUCCESS;
 
-    if (data == NULL || sync == NULL) {
+    if (data == NULL || sync == NULL || blocks == NULL) {
         rc = MPI_ERR_NO_MEM;
         goto out;
     }
@@ -200,10 +204,16 @@ static int ompi_osc_gpuic_stream_describe(ompi_osc_gpuic_module_t *module,
     sync->rank = data->rank;
     sync->nranks = n;
     sync->error_word = data->error_word; /* errors surface with the window's */
+    all_p2p = data->queue == NULL;
     for (i = 0; i < n; ++i) {
         st->peers[i].data_path = data->peers[i].path;
         st->peers[i].size = data->peers[i].size;
         st->peers[i].disp_unit = data->peers[i].disp_unit;
+        st->peers[i].flags = data->peers[i].flags;
+        st->peers[i].base = data->peers[i].base;
+        st->peers[i].block = st->mapped[i];
+        blocks[i] = st->mapped[i];
+        all_p2p = all_p2p && data->peers[i].path != MPIX_GPUIC_DEVICE_PATH_PROXY;
         sync->peers[i].size = MPIX_GPUIC_SYNC_BYTES(n);
         sync->peers[i].disp_unit = 1;
         if (st->mapped[i] != NULL) {
@@ -227,14 +237,27 @@ static int ompi_osc_gpuic_stream_describe(ompi_osc_gpuic_module_t *module,
         rc = MPI_ERR_NO_MEM;
         goto out;
     }
-    if (gpuic_cuda_memcpy(st->sync_dev, sync, len) != GPUIC_OK) {
+    if (st->blocks_dev == NULL && gpuic_cuda_mem_alloc(blocks_len, &st->blocks_dev) != GPUIC_OK) {
+        st->blocks_dev = NULL;
+        rc = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    if (gpuic_cuda_memcpy(st->sync_dev, sync, len) != GPUIC_OK ||
+        gpuic_cuda_memcpy(st->blocks_dev, blocks, blocks_len) != GPUIC_OK) {
         rc = MPI_ERR_OTHER;
         goto out;
     }
+    st->sw.all_p2p = all_p2p;
+    st->sw.sync_flags = (all_same_gpu ? MPIX_GPUIC_STREAM_SAME_GPU : 0) |
+                        (data->queue != NULL ? MPIX_GPUIC_STREAM_PROXY : 0) |
+                        ((data->flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU)
+                             ? MPIX_GPUIC_STREAM_DATA_SAME_GPU
+                             : 0);
     st->win_seen = win;
 out:
     free(data);
     free(sync);
+    free(blocks);
     return rc;
 }
 
@@ -273,6 +296,7 @@ static int ompi_osc_gpuic_stream_window(void *m, ompi_osc_gpuic_stream_win_t **s
                 st->sw.rank = ompi_comm_rank(module->comm);
                 st->sw.own = st->block;
                 st->sw.peers = st->peers;
+                st->sw.blocks_dev = st->blocks_dev;
                 st->sw.epoch = OMPI_OSC_GPUIC_STREAM_EPOCH_NONE;
                 pthread_mutex_init(&st->sw.lock, NULL);
             }

@@ -18,7 +18,9 @@ typedef struct ompi_osc_gpuic_stream_peer {
     int32_t  sync_path; /**< ...of the sync-block handle (fence, PSCW, lock_all) */
     uint64_t size;      /**< bytes of the target's window */
     int32_t  disp_unit; /**< the target's displacement unit */
-    int32_t  reserved;
+    uint32_t flags;     /**< MPIX_GPUIC_DEVICE_PEER_* of the window's device handle */
+    uint64_t base;      /**< device address of the target's window (P2P path; 0: none) */
+    uint64_t *block;    /**< device address of the target's sync block as mapped here, or NULL */
 } ompi_osc_gpuic_stream_peer_t;
 
 /** Epoch kinds as the enqueue calls have opened them (enqueue order, not execution order). */
@@ -37,6 +39,15 @@ typedef struct ompi_osc_gpuic_stream_win {
     void     *sync;      /**< device handle of the sync blocks; NULL when this process has none */
     uint64_t *own;       /**< device address of this process's sync block */
     const ompi_osc_gpuic_stream_peer_t *peers; /**< nranks entries */
+    uint64_t *const *blocks_dev; /**< device array of every rank's peers[r].block */
+    /** MPIX_GPUIC_STREAM_SAME_GPU when every sync block is on this GPU; _DATA_SAME_GPU when
+     *  every target's window is; _PROXY when some target takes the proxy path (the window has a
+     *  device queue).  The synchronization kernels' flags. */
+    uint32_t sync_flags;
+    /** Every target the window's device handle reaches takes the P2P path, and there is no
+     *  device queue: every enqueued operation completes with its own kernel, so enqueued
+     *  flush_all has nothing to do. */
+    int      all_p2p;
     pthread_mutex_t lock; /**< guards the fields below */
     ompi_osc_gpuic_stream_epoch_t epoch; /**< access epoch opened by enqueued calls */
     int      exposed;    /**< an enqueued post is not yet matched by an enqueued wait */
