@@ -64,7 +64,7 @@ int main(void)
             for (size_t doff = 0; doff < 18; ++doff) {
                 for (unsigned t = 0; t < sizeof(teams) / sizeof(teams[0]); ++t) {
                     check_copy<1>(dst, src, LEAD + 320 + LEAD, bytes, soff, doff, teams[t]);
-                    check_copy<GPUIC_DEV_COPY_UNROLL>(dst, src, LEAD + 320 + LEAD, bytes, soff,
+                    check_copy<GPUIC_DEV_GET_UNROLL>(dst, src, LEAD + 320 + LEAD, bytes, soff,
                                                       doff, teams[t]);
                     cases += 2;
                 }
@@ -75,8 +75,8 @@ int main(void)
         for (size_t o = 0; o < sizeof(offs) / sizeof(offs[0]); ++o) {
             size_t soff = offs[o][0], doff = offs[o][1];
 
-            check_copy<GPUIC_DEV_COPY_UNROLL>(dst, src, cap, large[k], soff, doff, 1024);
-            check_copy<GPUIC_DEV_COPY_UNROLL>(dst, src, cap, large[k], soff, doff, 32);
+            check_copy<GPUIC_DEV_GET_UNROLL>(dst, src, cap, large[k], soff, doff, 1024);
+            check_copy<GPUIC_DEV_GET_UNROLL>(dst, src, cap, large[k], soff, doff, 32);
             check_copy<1>(dst, src, cap, large[k], soff, doff, 1);
             cases += 3;
         }

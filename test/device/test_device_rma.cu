@@ -254,8 +254,15 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
     CHECK(MPIX_Win_gpuic_device_path(win, right, &path) == MPI_ERR_ARG); /* no handle yet */
     CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
     CHECK(MPIX_Win_gpuic_target_path(win, right, &path) == MPI_SUCCESS);
-    CHECK(nranks == 1 || right == rank ||
-          path == (host_window ? MPIX_GPUIC_PATH_DIRECT : MPIX_GPUIC_PATH_IPC));
+    {
+        /* host windows: mapped unless osc_gpuic_direct=0 sends host calls through UCX */
+        const char *direct = getenv("OMPI_MCA_osc_gpuic_direct");
+        int host_path = direct != NULL && strcmp(direct, "0") == 0 ? MPIX_GPUIC_PATH_UCX
+                                                                 : MPIX_GPUIC_PATH_DIRECT;
+
+        CHECK(nranks == 1 || right == rank ||
+              path == (host_window ? host_path : MPIX_GPUIC_PATH_IPC));
+    }
     for (int r = 0; r < nranks; ++r) {
         CHECK(MPIX_Win_gpuic_device_path(win, r, &path) == MPI_SUCCESS);
         CHECK(path == (host_window || forced_proxy ? MPIX_GPUIC_DEVICE_PATH_PROXY

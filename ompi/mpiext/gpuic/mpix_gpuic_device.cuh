@@ -366,9 +366,12 @@ __host__ __device__ static inline void gpuic_dev_copy_team(char *dst, const char
 
 /* 16-byte units each member of a warp or block keeps in flight.  Across NVLink (two H200s) a
  * block put ran the same with 1, 4 or 8 (stores do not wait; what mattered was 16-byte stores
- * instead of bytes: 365 against 209 GB/s); a get's remote loads do wait, and 4 of them per
- * thread keep the link busy, within the 64 registers a thread of a 1024-thread block may have. */
-#define GPUIC_DEV_COPY_UNROLL 4
+ * instead of bytes: 365 against 209 GB/s), so puts keep one, which keeps a 1024-thread block
+ * that puts within its 64 registers per thread (with four, such a kernel failed to launch:
+ * "too many resources requested").  A get's remote loads do wait: four per thread keep the link
+ * busy. */
+#define GPUIC_DEV_PUT_UNROLL 1
+#define GPUIC_DEV_GET_UNROLL 4
 
 /* The copy of a single thread (also the proxy's staging copies): no unrolling, which keeps
  * the registers a kernel spends on a plain put low. */
@@ -467,7 +470,11 @@ __device__ static inline int gpuic_dev_xfer(void *origin, size_t bytes, int targ
         if (stride == 1) {
             gpuic_dev_copy(dst, src, bytes, 0, 1);
         } else {
-            gpuic_dev_copy_team<GPUIC_DEV_COPY_UNROLL>(dst, src, bytes, first, stride);
+            if (is_put) {
+                gpuic_dev_copy_team<GPUIC_DEV_PUT_UNROLL>(dst, src, bytes, first, stride);
+            } else {
+                gpuic_dev_copy_team<GPUIC_DEV_GET_UNROLL>(dst, src, bytes, first, stride);
+            }
         }
     }
     return rc;
@@ -803,8 +810,8 @@ __device__ static inline int MPIX_Put_signal_device_warp(const void *origin, siz
         __syncwarp();
         return __shfl_sync(0xffffffffu, rc, 0);
     }
-    gpuic_dev_copy_team<GPUIC_DEV_COPY_UNROLL>(dst, (const char *)origin, bytes, gpuic_dev_lane(),
-                                               32);
+    gpuic_dev_copy_team<GPUIC_DEV_PUT_UNROLL>(dst, (const char *)origin, bytes, gpuic_dev_lane(),
+                                              32);
     /* every lane's stores ordered before lane 0's signal */
     gpuic_dev_fence_data_to_peer(__ldg(&win->peers[target].flags) &
                                  MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
