@@ -27,8 +27,16 @@ start)
         echo "$exports" # ours, still running
         exit 0
     fi
-    # someone else's daemon: use it as it is (default pipe directory)
-    pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1 && exit 0
+    # someone else's daemon (or ours, its marker gone): use it, through the pipe directory it
+    # was started with; clients looking in another directory would run without MPS, their
+    # kernels time-sliced (a cross-process ping-pong then takes milliseconds)
+    pid=$(pgrep -x nvidia-cuda-mps-control 2>/dev/null | head -1)
+    if [ -n "$pid" ]; then
+        dir=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null |
+              sed -n 's/^CUDA_MPS_PIPE_DIRECTORY=//p')
+        [ -n "$dir" ] && echo "export CUDA_MPS_PIPE_DIRECTORY=$dir"
+        exit 0
+    fi
     mkdir -p "$pipe" "$logd"
     CUDA_MPS_PIPE_DIRECTORY=$pipe CUDA_MPS_LOG_DIRECTORY=$logd nvidia-cuda-mps-control -d &&
         touch "$pipe/.started-by-gpuic" && echo "$exports"

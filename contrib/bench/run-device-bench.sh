@@ -33,7 +33,12 @@ mpirun=(mpirun -np 2 --oversubscribe --bind-to none)
 
 eval "$("$top/contrib/mps.sh" start)"
 [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mpirun+=(-x CUDA_MPS_PIPE_DIRECTORY)
-echo "MPS: ${CUDA_MPS_PIPE_DIRECTORY:-not started here}" | tee "$out/mps.txt"
+if pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1; then
+    echo "MPS: daemon running, pipe directory ${CUDA_MPS_PIPE_DIRECTORY:-default (/tmp/nvidia-mps)}"
+else
+    echo "MPS: NOT running: the two ranks' kernels are time-sliced, so rows where both spin" \
+         "(ping-pong, epochs) show the time slice, not the latency"
+fi | tee "$out/mps.txt"
 
 echo "== gpuic device API (P2P path) and floors"
 "${mpirun[@]}" --mca osc gpuic "$build/contrib/bench/device_bench" --iters "$iters" --csv "$csv"
