@@ -1,5 +1,6 @@
 /*
- * The device API's copy routine (gpuic_dev_copy_team, mpix_gpuic_device.cuh) run on the host:
+ * The device API's copy routines (gpuic_dev_copy_team, and gpuic_dev_copy with its path for
+ * a word or two; mpix_gpuic_device.cuh) run on the host:
  * the members of a team (one thread, a warp, a block of 96 or 1024) one after the other, for
  * sizes 0..300 at every origin and target offset 0..17, and for large sizes at skewed offsets
  * (the unrolled loop and its remainder).  Every byte of the target range must be the origin's
@@ -25,6 +26,9 @@ static void check_copy(char *dst, const char *src, size_t cap, size_t bytes, siz
                        size_t doff, unsigned stride)
 {
     memset(dst, GUARD, cap);
+    if (stride == 0) { /* "team of 0": a single thread's gpuic_dev_copy(), small-word path */
+        gpuic_dev_copy(dst + LEAD + doff, src + LEAD + soff, bytes, 0, 1);
+    }
     for (unsigned m = 0; m < stride; ++m) {
         gpuic_dev_copy_team<UNROLL>(dst + LEAD + doff, src + LEAD + soff, bytes, m, stride);
     }
@@ -47,7 +51,7 @@ int main(void)
 {
     const size_t large[] = {65536 + 13, (1u << 20) + 13, 100000 + 7, 262144 + 1, 300000};
     const size_t offs[][2] = {{0, 0}, {1, 0}, {0, 1}, {3, 3}, {8, 0}, {4, 12}, {2, 6}, {15, 1}};
-    const unsigned teams[] = {1, 32, 96};
+    const unsigned teams[] = {0, 1, 32, 96};
     size_t cap = LEAD + (1u << 20) + 13 + 2 * LEAD;
     char *src, *dst;
     long cases = 0;
@@ -78,7 +82,8 @@ int main(void)
             check_copy<GPUIC_DEV_GET_UNROLL>(dst, src, cap, large[k], soff, doff, 1024);
             check_copy<GPUIC_DEV_GET_UNROLL>(dst, src, cap, large[k], soff, doff, 32);
             check_copy<1>(dst, src, cap, large[k], soff, doff, 1);
-            cases += 3;
+            check_copy<1>(dst, src, cap, large[k], soff, doff, 0);
+            cases += 4;
         }
     }
     printf("test_device_copy_host: %s (%ld cases, %ld failed)\n", failures ? "FAIL" : "PASS",

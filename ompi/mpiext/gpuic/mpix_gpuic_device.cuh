@@ -374,10 +374,19 @@ __host__ __device__ static inline void gpuic_dev_copy_team(char *dst, const char
 #define GPUIC_DEV_GET_UNROLL 4
 
 /* The copy of a single thread (also the proxy's staging copies): no unrolling, which keeps
- * the registers a kernel spends on a plain put low. */
+ * the registers a kernel spends on a plain put low.  A word or two (the common 8-byte put)
+ * with both pointers and the size multiples of 8 is stored word by word ahead of the alignment
+ * machinery (five source-alignment variants, a head and a tail), which tripled the code of a
+ * put + flush kernel and made an 8-byte put slower (0.77 against 0.66 us resolved). */
 __host__ __device__ static inline void gpuic_dev_copy(char *dst, const char *src, size_t bytes,
                                                       unsigned first, unsigned stride)
 {
+    if (stride == 1 && bytes <= 16 && (((uintptr_t)dst | (uintptr_t)src | bytes) & 7) == 0) {
+        for (size_t i = 0; i < bytes; i += 8) {
+            *(uint64_t *)(dst + i) = *(const uint64_t *)(src + i);
+        }
+        return;
+    }
     gpuic_dev_copy_team<1>(dst, src, bytes, first, stride);
 }
 
