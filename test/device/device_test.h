@@ -1,6 +1,7 @@
 /*
  * device_test.h - what the CUDA tests share on top of test/mpi/mpi_test.h: a check of CUDA
- * runtime calls that counts a failure (and prints where) without stopping the test.
+ * runtime calls that counts a failure (and prints where) without stopping the test, and the
+ * start every test makes (MPI, a device per rank, or a skip).
  */
 #ifndef GPUIC_DEVICE_TEST_H
 #define GPUIC_DEVICE_TEST_H
@@ -20,5 +21,27 @@
             mpi_test_failures++;                                                             \
         }                                                                                    \
     } while (0)
+
+/*
+ * MPI_Init, this process's rank and size, and a device for it (its rank modulo the visible
+ * devices).  Returns 0 where no device is visible, having printed "NAME: no CUDA device: SKIP"
+ * (rank 0) and finalized MPI: the caller then exits with 77, the harness's code for a skip.
+ */
+static inline int device_test_init(int *argc, char ***argv, const char *name, int *rank,
+                                   int *nranks)
+{
+    int ndev = 0;
+
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, nranks);
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if (*rank == 0) printf("%s: no CUDA device: SKIP\n", name);
+        MPI_Finalize();
+        return 0;
+    }
+    CUDA_CHECK(cudaSetDevice(*rank % ndev));
+    return 1;
+}
 
 #endif /* GPUIC_DEVICE_TEST_H */

@@ -503,18 +503,12 @@ static void run_cases(twin_t *wins)
 
 int main(int argc, char **argv)
 {
-    int ndev = 0, caps = 0;
+    int caps = 0;
     twin_t wins[NWIN];
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        if (rank == 0) printf("test_device_bad_input: no CUDA device: SKIP\n");
-        MPI_Finalize();
+    if (!device_test_init(&argc, &argv, "test_device_bad_input", &rank, &nranks)) {
         return 77;
     }
-    CUDA_CHECK(cudaSetDevice(rank % ndev));
     CHECK(MPIX_Gpuic_query_capabilities(&caps) == MPI_SUCCESS &&
           (caps & MPIX_GPUIC_CAP_DEVICE_API));
     for (int w = 0; w < NWIN; ++w) win_make(&wins[w], w);

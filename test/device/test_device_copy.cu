@@ -254,21 +254,15 @@ static void run(MPI_Win win, unsigned char *base, size_t win_bytes, int *d_rc)
 
 int main(int argc, char **argv)
 {
-    int ndev = 0, *d_rc = NULL;
+    int *d_rc = NULL;
     size_t win_bytes = (size_t)NSMALL * NVARIANT * SLOT + (size_t)NLARGE * LARGE_SLOT;
     unsigned char *base = NULL;
     MPI_Win win;
     MPI_Info info;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        if (rank == 0) printf("test_device_copy: no CUDA device: SKIP\n");
-        MPI_Finalize();
+    if (!device_test_init(&argc, &argv, "test_device_copy", &rank, &nranks)) {
         return 77;
     }
-    CUDA_CHECK(cudaSetDevice(rank % ndev));
     MPI_Info_create(&info);
     MPI_Info_set(info, "mpi_assert_memory_alloc_kinds", "cuda:device");
     CHECK(MPI_Win_allocate((MPI_Aint)win_bytes, 1, info, MPI_COMM_WORLD, &base, &win) ==

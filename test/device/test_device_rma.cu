@@ -552,20 +552,14 @@ static void test_host_calls(MPI_Win win, unsigned char *base)
 
 int main(int argc, char **argv)
 {
-    int caps = 0, ndev = 0;
+    int caps = 0;
     unsigned char *base = NULL;
     MPI_Win win;
     MPI_Info info;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        if (rank == 0) printf("test_device_rma: no CUDA device: SKIP\n");
-        MPI_Finalize();
+    if (!device_test_init(&argc, &argv, "test_device_rma", &rank, &nranks)) {
         return 77;
     }
-    CUDA_CHECK(cudaSetDevice(rank % ndev));
     CHECK(MPIX_Gpuic_query_capabilities(&caps) == MPI_SUCCESS && (caps & MPIX_GPUIC_CAP_DEVICE_API));
 
     host_window = getenv("GPUIC_TEST_HOST_WINDOW") != NULL &&

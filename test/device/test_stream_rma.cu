@@ -675,22 +675,16 @@ static void test_flush_elision(MPI_Win win, cudaStream_t s, cudaStream_t s2)
 
 int main(int argc, char **argv)
 {
-    int caps = 0, ndev = 0;
+    int caps = 0;
     MPI_Win win;
     MPI_Info info;
     cudaStream_t s, s2;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    right = (rank + 1) % nranks;
-    left = (rank + nranks - 1) % nranks;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        if (rank == 0) printf("test_stream_rma: no CUDA device: SKIP\n");
-        MPI_Finalize();
+    if (!device_test_init(&argc, &argv, "test_stream_rma", &rank, &nranks)) {
         return 77;
     }
-    CUDA_CHECK(cudaSetDevice(rank % ndev));
+    right = (rank + 1) % nranks;
+    left = (rank + nranks - 1) % nranks;
     CHECK(MPIX_Gpuic_query_capabilities(&caps) == MPI_SUCCESS && (caps & MPIX_GPUIC_CAP_STREAM));
     CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
