@@ -40,6 +40,7 @@
 #define MPIX_GPUIC_DEVICE_TRACE 1
 #define MPIX_GPUIC_DEVICE_TRACE_CLOCK() ((uint64_t)clock64())
 
+#include "dissect_loopback.h"
 #include "gpuic.h"
 #include "gpuic_trace_calibrate.cuh"
 #include "mpix_gpuic_device.cuh"
@@ -135,10 +136,7 @@ __global__ void k_proxy(MPIX_Win_device win, uint64_t *scratch, uint64_t *info, 
 /* ---- the queue, its target and the proxy ---- */
 
 typedef struct proxy_setup {
-    gpuic_context_t *ctx;
-    gpuic_ep_t *ep;
-    gpuic_mr_t *mr;
-    gpuic_rkey_t *rkey;
+    dissect_loopback_t lb;
     gpuic_keytable_t *keys;
     gpuic_cmpl_t *cmpl;
     gpuic_ring_t *ring;
@@ -159,18 +157,15 @@ typedef struct proxy_setup {
 static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigned spin_rounds,
                        unsigned max_sleep_us)
 {
-    gpuic_context_params_t cp;
     gpuic_proxy_params_t pp;
     gpuic_proxy_queue_t q;
     gpuic_keytable_entry_t e;
     MPIX_Gpuic_device_queue d;
-    const void *addr;
-    size_t addr_len, blob_len, ring_len = gpuic_ring_footprint(PROXY_SLOTS), win_len;
-    void *blob, *dptr = NULL;
+    size_t ring_len = gpuic_ring_footprint(PROXY_SLOTS), win_len;
+    void *dptr = NULL;
     uint32_t *werr_dev = NULL;
     char *b;
 
-    memset(&cp, 0, sizeof(cp));
     memset(&pp, 0, sizeof(pp));
     memset(&q, 0, sizeof(q));
     memset(&d, 0, sizeof(d));
@@ -181,21 +176,9 @@ static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigne
         return 0;
     }
     memset(p->target, 0, p->region);
-    cp.thread_serialized = 1;
-    if (gpuic_context_create(&cp, &p->ctx) != GPUIC_OK) {
+    if (!dissect_loopback_create(&p->lb, p->target, p->region)) {
         return 0;
     }
-    gpuic_context_address(p->ctx, &addr, &addr_len);
-    if (gpuic_ep_create(p->ctx, addr, addr_len, &p->ep) != GPUIC_OK ||
-        gpuic_mr_register(p->ctx, p->target, p->region, &p->mr) != GPUIC_OK ||
-        gpuic_mr_pack(p->mr, &blob, &blob_len) != GPUIC_OK) {
-        return 0;
-    }
-    if (gpuic_rkey_unpack(p->ep, blob, &p->rkey) != GPUIC_OK) {
-        gpuic_mr_blob_release(blob);
-        return 0;
-    }
-    gpuic_mr_blob_release(blob);
 
     /* the block of osc_gpuic_devqueue.c: ring, completion index line, staging per slot */
     p->stage_bytes = (uint32_t)((size + 63) / 64 * 64);
@@ -224,14 +207,14 @@ static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigne
         return 0;
     }
     memset(&e, 0, sizeof(e));
-    e.ep = p->ep;
-    e.rkey = p->rkey;
+    e.ep = p->lb.ep;
+    e.rkey = p->lb.rkey;
     e.base = (uint64_t)(uintptr_t)p->target;
     e.len = p->region;
     if (gpuic_keytable_insert(p->keys, &e, &p->key) != GPUIC_OK) {
         return 0;
     }
-    pp.ctx = p->ctx;
+    pp.ctx = p->lb.ctx;
     pp.spin_rounds = spin_rounds;
     pp.max_sleep_us = max_sleep_us;
     if (gpuic_proxy_create(&pp, &p->proxy) != GPUIC_OK) {
@@ -314,18 +297,7 @@ static void proxy_teardown(proxy_setup_t *p)
     }
     gpuic_cmpl_destroy(p->cmpl);
     gpuic_keytable_destroy(p->keys);
-    if (p->rkey != NULL) {
-        gpuic_rkey_destroy(p->rkey);
-    }
-    if (p->mr != NULL) {
-        gpuic_mr_deregister(p->mr);
-    }
-    if (p->ep != NULL) {
-        gpuic_ep_destroy(p->ep);
-    }
-    if (p->ctx != NULL) {
-        gpuic_context_destroy(p->ctx);
-    }
+    dissect_loopback_destroy(&p->lb);
     free(p->target);
 }
 

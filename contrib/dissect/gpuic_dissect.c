@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dissect_loopback.h"
 #include "gpuic.h"
 
 #define DISSECT_RING_SIZE 1024
@@ -50,10 +51,7 @@ typedef struct dissect_path {
 /* ---- host path: host thread -> ring -> proxy -> UCX loopback ---- */
 
 typedef struct host_setup {
-    gpuic_context_t *ctx;
-    gpuic_ep_t *ep;
-    gpuic_mr_t *mr;
-    gpuic_rkey_t *rkey;
+    dissect_loopback_t lb;
     gpuic_keytable_t *keys;
     gpuic_cmpl_t *cmpl;
     gpuic_ring_t *ring;
@@ -67,13 +65,9 @@ typedef struct host_setup {
 
 static int host_setup(host_setup_t *h, const dissect_opts_t *o)
 {
-    gpuic_context_params_t cp = {0};
     gpuic_proxy_params_t pp = {0};
     gpuic_proxy_queue_t q = {0};
     gpuic_keytable_entry_t e;
-    const void *addr;
-    size_t addr_len, blob_len;
-    void *blob;
 
     memset(h, 0, sizeof(*h));
     h->region = ((size_t)o->size + 64 + 4095) / 4096 * 4096; /* data, then the signal word */
@@ -85,21 +79,9 @@ static int host_setup(host_setup_t *h, const dissect_opts_t *o)
     }
     memset(h->target, 0, h->region);
     memset(h->src, 0x5a, h->region);
-    cp.thread_serialized = 1;
-    if (gpuic_context_create(&cp, &h->ctx) != GPUIC_OK) {
+    if (!dissect_loopback_create(&h->lb, h->target, h->region)) {
         return 0;
     }
-    gpuic_context_address(h->ctx, &addr, &addr_len);
-    if (gpuic_ep_create(h->ctx, addr, addr_len, &h->ep) != GPUIC_OK ||
-        gpuic_mr_register(h->ctx, h->target, h->region, &h->mr) != GPUIC_OK ||
-        gpuic_mr_pack(h->mr, &blob, &blob_len) != GPUIC_OK) {
-        return 0;
-    }
-    if (gpuic_rkey_unpack(h->ep, blob, &h->rkey) != GPUIC_OK) {
-        gpuic_mr_blob_release(blob);
-        return 0;
-    }
-    gpuic_mr_blob_release(blob);
     if (gpuic_keytable_create(16, &h->keys) != GPUIC_OK ||
         gpuic_cmpl_create(1, &h->cmpl) != GPUIC_OK ||
         gpuic_ring_create(DISSECT_RING_SIZE, 0, &h->ring) != GPUIC_OK ||
@@ -107,11 +89,11 @@ static int host_setup(host_setup_t *h, const dissect_opts_t *o)
             GPUIC_OK) {
         return 0;
     }
-    e = (gpuic_keytable_entry_t){h->ep, h->rkey, (uint64_t)(uintptr_t)h->target, h->region, 0};
+    e = (gpuic_keytable_entry_t){h->lb.ep, h->lb.rkey, (uint64_t)(uintptr_t)h->target, h->region, 0};
     if (gpuic_keytable_insert(h->keys, &e, &h->key) != GPUIC_OK) {
         return 0;
     }
-    pp.ctx = h->ctx;
+    pp.ctx = h->lb.ctx;
     pp.spin_rounds = o->spin_rounds;
     pp.max_sleep_us = o->max_sleep_us;
     if (gpuic_proxy_create(&pp, &h->proxy) != GPUIC_OK) {
@@ -131,18 +113,7 @@ static void host_teardown(host_setup_t *h)
     gpuic_ring_destroy(h->ring);
     gpuic_cmpl_destroy(h->cmpl);
     gpuic_keytable_destroy(h->keys);
-    if (h->rkey != NULL) {
-        gpuic_rkey_destroy(h->rkey);
-    }
-    if (h->mr != NULL) {
-        gpuic_mr_deregister(h->mr);
-    }
-    if (h->ep != NULL) {
-        gpuic_ep_destroy(h->ep);
-    }
-    if (h->ctx != NULL) {
-        gpuic_context_destroy(h->ctx);
-    }
+    dissect_loopback_destroy(&h->lb);
     free(h->target);
     free(h->src);
     free(h->result);
