@@ -60,6 +60,35 @@ static double now_us(void)
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+/*
+ * Replays a captured @p graph: instantiates it, runs it once, then times GRAPH_REPLAYS launches
+ * (after a barrier of all ranks when @p together: both sides of an epoch start at once).
+ * Returns the time per replay in µs and the graph's node count in *nodes; frees the graph.
+ */
+static double graph_replay_us(cudaGraph_t graph, cudaStream_t s, bool together, size_t *nodes)
+{
+    cudaGraphExec_t exec;
+    double t0, us;
+
+    *nodes = 0;
+    cudaGraphGetNodes(graph, NULL, nodes);
+    cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphLaunch(exec, s);
+    cudaStreamSynchronize(s);
+    if (together) {
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    t0 = now_us();
+    for (int r = 0; r < GRAPH_REPLAYS; ++r) {
+        cudaGraphLaunch(exec, s);
+    }
+    cudaStreamSynchronize(s);
+    us = (now_us() - t0) / GRAPH_REPLAYS;
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    return us;
+}
+
 static void must(int rc, const char *what)
 {
     if (rc != MPI_SUCCESS) {
@@ -175,7 +204,7 @@ int main(int argc, char **argv)
         /* a passive-target epoch captured once, replayed */
         {
             cudaGraph_t graph;
-            cudaGraphExec_t exec;
+            size_t nodes;
             cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
             k_touch_dev<<<1, 1, 0, s>>>(src);
             must(MPIX_Win_lock_all_enqueue(0, win, s), "lock_all_enqueue");
@@ -183,19 +212,9 @@ int main(int argc, char **argv)
             must(MPIX_Win_flush_enqueue(peer, win, s), "flush");
             must(MPIX_Win_unlock_all_enqueue(win, s), "unlock_all_enqueue");
             cudaStreamEndCapture(s, &graph);
-            size_t nodes = 0;
-            cudaGraphGetNodes(graph, NULL, &nodes);
-            cudaGraphInstantiate(&exec, graph, 0);
-            cudaGraphLaunch(exec, s);
-            cudaStreamSynchronize(s);
-            t0 = now_us();
-            for (int r = 0; r < GRAPH_REPLAYS; ++r) cudaGraphLaunch(exec, s);
-            cudaStreamSynchronize(s);
-            graph_lock_epoch = (now_us() - t0) / GRAPH_REPLAYS;
+            graph_lock_epoch = graph_replay_us(graph, s, false, &nodes);
             row("gpuic", "graph_lock_epoch", 8, graph_lock_epoch, "us");
             row("gpuic", "graph_lock_epoch_nodes", 0, (double)nodes, "nodes");
-            cudaGraphExecDestroy(exec);
-            cudaGraphDestroy(graph);
         }
 
         /* floor: a stream-ordered copy of the same size */
@@ -246,29 +265,18 @@ int main(int argc, char **argv)
 
         /* one epoch captured, replayed */
         cudaGraph_t graph;
-        cudaGraphExec_t exec;
+        size_t nodes;
         cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
         k_touch_dev<<<1, 1, 0, s>>>(src);
         MPIX_Put_enqueue(src, 8, MPI_BYTE, peer, 0, 8, MPI_BYTE, win, s);
         MPIX_Win_fence_enqueue(0, win, s);
         k_touch_dev<<<1, 1, 0, s>>>(dst);
         cudaStreamEndCapture(s, &graph);
-        size_t nodes = 0;
-        cudaGraphGetNodes(graph, NULL, &nodes);
-        cudaGraphInstantiate(&exec, graph, 0);
-        cudaGraphLaunch(exec, s);
-        cudaStreamSynchronize(s);
-        MPI_Barrier(MPI_COMM_WORLD);
-        t0 = now_us();
-        for (int r = 0; r < GRAPH_REPLAYS; ++r) cudaGraphLaunch(exec, s);
-        cudaStreamSynchronize(s);
-        graph_epoch = (now_us() - t0) / GRAPH_REPLAYS;
+        graph_epoch = graph_replay_us(graph, s, true, &nodes);
         row("gpuic", "graph_epoch", 8, graph_epoch, "us");
         row("gpuic", "graph_epoch_nodes", 0, (double)nodes, "nodes");
         must(MPIX_Win_fence_enqueue(MPI_MODE_NOSUCCEED, win, s), "fence_enqueue");
         cudaStreamSynchronize(s);
-        cudaGraphExecDestroy(exec);
-        cudaGraphDestroy(graph);
 
         /* the host-driven epoch */
         MPI_Barrier(MPI_COMM_WORLD);
