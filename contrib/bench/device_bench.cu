@@ -199,13 +199,23 @@ __global__ void k_rate(MPIX_Win_device win, int peer, int per_thread, const uint
 /* Bandwidth: each block puts its slice of the buffer (any size: the slices need not be
  * aligned), then flushes.  Launched with 1024 threads a block: the launch fails if the kernel
  * ever needs more than 64 registers a thread (the loop below checks for it). */
+/* This block's slice of [0, bytes) (equal slices, the last one shorter); false when the block
+ * has none. */
+__device__ static bool block_slice(size_t bytes, size_t *off, size_t *len)
+{
+    size_t chunk = (bytes + gridDim.x - 1) / gridDim.x;
+
+    *off = chunk * blockIdx.x;
+    *len = *off < bytes ? (bytes - *off < chunk ? bytes - *off : chunk) : 0;
+    return *len != 0;
+}
+
 __global__ void k_bw(MPIX_Win_device win, int peer, const char *src, size_t bytes,
                      size_t win_off)
 {
-    size_t chunk = (bytes + gridDim.x - 1) / gridDim.x;
-    size_t off = chunk * blockIdx.x;
-    if (off < bytes) {
-        size_t len = bytes - off < chunk ? bytes - off : chunk;
+    size_t off, len;
+
+    if (block_slice(bytes, &off, &len)) {
         MPIX_Put_device_block(src + off, len, peer, (MPI_Aint)(win_off + off), win);
     }
     if (threadIdx.x == 0) MPIX_Win_flush_device(peer, win);
@@ -215,10 +225,9 @@ __global__ void k_bw(MPIX_Win_device win, int peer, const char *src, size_t byte
 __global__ void k_get_bw(MPIX_Win_device win, int peer, char *dst, size_t bytes,
                          size_t win_off)
 {
-    size_t chunk = (bytes + gridDim.x - 1) / gridDim.x;
-    size_t off = chunk * blockIdx.x;
-    if (off < bytes) {
-        size_t len = bytes - off < chunk ? bytes - off : chunk;
+    size_t off, len;
+
+    if (block_slice(bytes, &off, &len)) {
         MPIX_Get_device_block(dst + off, len, peer, (MPI_Aint)(win_off + off), win);
     }
 }
