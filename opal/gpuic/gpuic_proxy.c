@@ -445,9 +445,7 @@ static gpuic_status_t gpuic_proxy_put_signal_word(gpuic_proxy_t *proxy, gpuic_pr
     uint64_t value = d->ext_value, old;
 
     if (se->cpu_atomics || (se->ep != NULL && se->rkey != NULL)) {
-        if (gpuic_proxy_atomic_uses_ucx(se)) {
-            op->round->ucx = 1;
-        }
+        op->round->ucx |= gpuic_proxy_atomic_uses_ucx(se);
         if (d->ext_op == GPUIC_SIGNAL_ADD) {
             return gpuic_proxy_atomic(se, GPUIC_ATOMIC_ADD, value, 0, 8, d->sig_raddr,
                                       se->cpu_atomics ? &old : NULL);
@@ -527,9 +525,7 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
             return GPUIC_ERR_UNSUPPORTED;
         }
         gpuic_proxy_issue_hook(proxy, op, d);
-        if (gpuic_proxy_atomic_uses_ucx(e)) {
-            op->round->ucx = 1;
-        }
+        op->round->ucx |= gpuic_proxy_atomic_uses_ucx(e);
         /* The proxy executes atomics in host byte order (the WQE operands are big-endian,
          * as on the wire; the decoder converted them). */
         status = gpuic_proxy_atomic(e, d->opcode == GPUIC_WQE_OP_ATOMIC_FA ? GPUIC_ATOMIC_ADD
@@ -548,9 +544,7 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         if (e->direct == GPUIC_KEYTABLE_DIRECT_COPY) {
             return GPUIC_ERR_UNSUPPORTED;
         }
-        if (gpuic_proxy_atomic_uses_ucx(e)) {
-            op->round->ucx = 1;
-        }
+        op->round->ucx |= gpuic_proxy_atomic_uses_ucx(e);
         return gpuic_proxy_accumulate(e, d);
     case GPUIC_WQE_OP_PUT_SIGNAL:
         status = gpuic_proxy_check(a, d->target, d->rkey, d->raddr, d->len, &e);
