@@ -22,6 +22,9 @@
  *                               from device memory, MPI_Win_flush
  *   host  host_put_fence_epoch  kernel, cudaStreamSynchronize, MPI_Put, MPI_Win_fence
  *   floor cudaMemcpyAsync_8B    cudaMemcpyAsync of 8 bytes device to device on the stream
+ *   floor kernel_launch         an empty kernel launched on the stream, back to back (the
+ *                               least any call that launches a kernel can cost per call)
+ *   floor pointer_attributes    cudaPointerGetAttributes on a device buffer (host time)
  *   ratio *                     the ratios the design aims at (printed, never enforced)
  */
 #include <cuda_runtime.h>
@@ -101,6 +104,10 @@ static void must(int rc, const char *what)
 __global__ void k_touch(uint64_t *p, uint64_t v)
 {
     *p = v;
+}
+
+__global__ void k_empty(void)
+{
 }
 
 __global__ void k_touch_dev(uint64_t *p)
@@ -226,6 +233,20 @@ int main(int argc, char **argv)
         }
         cudaStreamSynchronize(s);
         row("floor", "cudaMemcpyAsync_8B", 8, (now_us() - t0) / iters, "us");
+        k_empty<<<1, 32, 0, s>>>();
+        cudaStreamSynchronize(s);
+        t0 = now_us();
+        for (int i = 0; i < iters; ++i) {
+            k_empty<<<1, 32, 0, s>>>();
+        }
+        cudaStreamSynchronize(s);
+        row("floor", "kernel_launch", 0, (now_us() - t0) / iters, "us");
+        t0 = now_us();
+        for (int i = 0; i < iters; ++i) {
+            cudaPointerAttributes pa;
+            cudaPointerGetAttributes(&pa, src + (i & 7));
+        }
+        row("floor", "pointer_attributes", 0, (now_us() - t0) / iters, "us");
 
         /* the host-driven loop */
         int n = iters / 10 > 0 ? iters / 10 : 1;

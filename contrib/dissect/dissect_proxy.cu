@@ -46,7 +46,8 @@
 #include "mpix_gpuic_device.cuh"
 
 #define PROXY_SLOTS 64u
-#define PROXY_DONE_LINE 64u
+#define PROXY_DONE_COPIES 4u
+#define PROXY_DONE_LINE (64u * PROXY_DONE_COPIES)
 #define PROXY_MAX_SIZE (1u << 20)
 #define CALIB_ROUNDS 2000
 #define PROXY_TIMEOUT_NS 10000000000ull
@@ -161,7 +162,7 @@ static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigne
     gpuic_proxy_queue_t q;
     gpuic_keytable_entry_t e;
     MPIX_Gpuic_device_queue d;
-    size_t ring_len = gpuic_ring_footprint(PROXY_SLOTS), win_len;
+    size_t ring_len = gpuic_ring_footprint_tagged(PROXY_SLOTS), win_len;
     void *dptr = NULL;
     uint32_t *werr_dev = NULL;
     char *b;
@@ -196,10 +197,9 @@ static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigne
         return 0;
     }
     p->block_dev = (char *)dptr;
-    if (gpuic_ring_create_at(p->block, ring_len, PROXY_SLOTS, 0, &p->ring) != GPUIC_OK) {
+    if (gpuic_ring_create_tagged_at(p->block, ring_len, PROXY_SLOTS, 0, &p->ring) != GPUIC_OK) {
         return 0;
     }
-    p->ring->publish_by_marker = 1;
     if (gpuic_keytable_create(16, &p->keys) != GPUIC_OK ||
         gpuic_cmpl_create(1, &p->cmpl) != GPUIC_OK ||
         gpuic_trace_create(nrecords, nrecords, GPUIC_TRACE_DEVICE_MAPPED, &p->trace) !=
@@ -224,6 +224,7 @@ static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigne
     q.keys = p->keys;
     q.cmpl = p->cmpl;
     q.done = (uint64_t *)((char *)p->block + ring_len);
+    q.done_copies = PROXY_DONE_COPIES;
     q.trace = p->trace;
     if (gpuic_proxy_add(p->proxy, &q) != GPUIC_OK) {
         return 0;
@@ -231,14 +232,14 @@ static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigne
 
     /* the device-memory descriptor (ompi_osc_gpuic_devqueue_publish()) */
     b = p->block_dev;
-    d.slots = (uint64_t *)(b + ((char *)p->ring->slots - (char *)p->block));
-    d.markers = (uint64_t *)(b + ((char *)p->ring->markers - (char *)p->block));
+    d.tagged = (uint64_t *)(b + ((char *)p->ring->tagged - (char *)p->block));
     d.done = (const uint64_t *)(b + ring_len);
     d.stage = b + ring_len + PROXY_DONE_LINE;
     d.stage_host = (uint64_t)(uintptr_t)((char *)p->block + ring_len + PROXY_DONE_LINE);
     d.timeout_ns = PROXY_TIMEOUT_NS;
     d.size = p->ring->size;
     d.stage_bytes = p->stage_bytes;
+    d.done_copies = PROXY_DONE_COPIES;
     d.trace_records = gpuic_trace_view(p->trace, 1).records;
     d.trace_mask = gpuic_trace_view(p->trace, 1).mask;
     if (cudaMalloc((void **)&p->dq, sizeof(d)) != cudaSuccess ||

@@ -49,6 +49,32 @@ gpuic_status_t gpuic_ring_create_at(void *mem, size_t len, uint32_t size, uint32
     return GPUIC_OK;
 }
 
+size_t gpuic_ring_footprint_tagged(uint32_t size)
+{
+    size_t plain = gpuic_ring_footprint(size);
+
+    return plain == 0 ? 0 : plain + (size_t)size * GPUIC_RING_TAGGED_WORDS * sizeof(uint64_t);
+}
+
+gpuic_status_t gpuic_ring_create_tagged_at(void *mem, size_t len, uint32_t size, uint32_t id,
+                                           gpuic_ring_t **ring_p)
+{
+    size_t plain = gpuic_ring_footprint(size), need = gpuic_ring_footprint_tagged(size);
+    gpuic_status_t status;
+
+    if (need == 0 || len < need) {
+        gpuic_log(GPUIC_LOG_DEBUG, "tagged ring of %u slots does not fit %zu bytes", size, len);
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    status = gpuic_ring_create_at(mem, plain, size, id, ring_p);
+    if (status == GPUIC_OK) {
+        memset((char *)mem + plain, 0, need - plain);
+        (*ring_p)->tagged = (uint64_t *)((char *)mem + plain);
+        (*ring_p)->publish_by_marker = 1;
+    }
+    return status;
+}
+
 gpuic_status_t gpuic_ring_create(uint32_t size, uint32_t id, gpuic_ring_t **ring_p)
 {
     gpuic_ring_t *ring;
@@ -107,6 +133,71 @@ unsigned gpuic_ring_peek(gpuic_ring_t *ring, gpuic_wqe_t *wqe, uint64_t *seq_p)
                                  seq_p);
 }
 
+/*
+ * Copies the tagged block at @p seq into @p dst when every word of it carries @p tag; false
+ * when one does not (not written yet, written only in part, or another block).  Each word is
+ * read with acquire, so what the producer stored before its words (a staged payload, after its
+ * own fence) is visible once the block is taken.
+ */
+static int gpuic_ring_tagged_read(const gpuic_ring_t *ring, uint64_t seq, uint32_t tag,
+                                  void *dst)
+{
+    const uint64_t *w = ring->tagged + (seq & ring->mask) * GPUIC_RING_TAGGED_WORDS;
+    uint32_t data[GPUIC_RING_TAGGED_WORDS];
+
+    for (unsigned i = 0; i < GPUIC_RING_TAGGED_WORDS; ++i) {
+        uint64_t v = gpuic_atomic_load_acquire_u64(&w[i]);
+
+        if ((uint32_t)(v >> 32) != tag) {
+            return 0;
+        }
+        data[i] = (uint32_t)v;
+    }
+    memcpy(dst, data, sizeof(data));
+    return 1;
+}
+
+/* gpuic_ring_peek_below() for a tagged ring: a block is there once all its words are. */
+static unsigned gpuic_ring_peek_tagged(gpuic_ring_t *ring, uint64_t published, gpuic_wqe_t *wqe,
+                                       uint64_t *seq_p)
+{
+    uint64_t seq = gpuic_atomic_load_relaxed_u64(&ring->cursor);
+    const gpuic_wqe_ctrl_seg_t *ctrl = (const gpuic_wqe_ctrl_seg_t *)wqe;
+    gpuic_wqe_t next;
+    unsigned nbb;
+
+    if ((int64_t)(published - seq) <= 0) {
+        return 0;
+    }
+    if (!gpuic_ring_tagged_read(ring, seq, gpuic_ring_tag(seq, 0), wqe->bytes)) {
+        if (!gpuic_ring_tagged_read(ring, seq, gpuic_ring_tag(seq, 1), wqe->bytes)) {
+            return 0; /* still on its way */
+        }
+        /* the rest of a WQE whose DS was too small: make sure it decodes as invalid */
+        *seq_p = seq;
+        memset(wqe->bytes, 0xff, GPUIC_WQE_SEG_SIZE);
+        return 1;
+    }
+    nbb = gpuic_wqe_ds_to_bb(gpuic_be32toh(ctrl->qpn_ds) & 0xff);
+    nbb = nbb == 0 ? 1 : (nbb > GPUIC_WQE_MAX_BB ? GPUIC_WQE_MAX_BB : nbb);
+    if (nbb > published - seq) {
+        nbb = (unsigned)(published - seq);
+    }
+    for (unsigned b = 1; b < nbb; ++b) {
+        if (gpuic_ring_tagged_read(ring, seq + b, gpuic_ring_tag(seq + b, 1),
+                                   wqe->bytes + b * GPUIC_WQE_BB_SIZE)) {
+            continue;
+        }
+        if (gpuic_ring_tagged_read(ring, seq + b, gpuic_ring_tag(seq + b, 0), next.bytes)) {
+            nbb = b; /* the next WQE starts here: DS claimed more than was written */
+            break;
+        }
+        return 0; /* a continuation still on its way: take the WQE once it is there */
+    }
+    *seq_p = seq;
+    return nbb;
+}
+
 unsigned gpuic_ring_peek_below(gpuic_ring_t *ring, uint64_t published, gpuic_wqe_t *wqe,
                                uint64_t *seq_p)
 {
@@ -116,6 +207,9 @@ unsigned gpuic_ring_peek_below(gpuic_ring_t *ring, uint64_t published, gpuic_wqe
     uint64_t marker;
     unsigned nbb, ds;
 
+    if (ring->tagged != NULL) {
+        return gpuic_ring_peek_tagged(ring, published, wqe, seq_p);
+    }
     if ((int64_t)(published - seq) <= 0) {
         return 0;
     }
@@ -172,6 +266,13 @@ uint64_t gpuic_ring_published(const gpuic_ring_t *ring)
         return gpuic_ring_doorbell(ring);
     }
     seq = gpuic_atomic_load_relaxed_u64(&ring->cursor);
+    if (ring->tagged != NULL) {
+        /* the first word tells; gpuic_ring_peek_tagged() waits for the rest */
+        uint64_t w = gpuic_atomic_load_relaxed_u64(
+            &ring->tagged[(seq & ring->mask) * GPUIC_RING_TAGGED_WORDS]);
+
+        return (uint32_t)(w >> 32) == gpuic_ring_tag(seq, 0) ? seq + ring->size : seq;
+    }
     return gpuic_ring_slot_marker(ring, seq) == gpuic_ring_marker(seq, 0) ? seq + ring->size : seq;
 }
 

@@ -105,7 +105,21 @@ typedef struct gpuic_ring {
      * record is then unused.  Set by the creator before any producer runs.
      */
     uint32_t publish_by_marker;
+    /**
+     * Slots written as tagged words (rings from gpuic_ring_create_tagged_at(), else NULL):
+     * the basic block at sequence number seq is GPUIC_RING_TAGGED_WORDS 8-byte words at
+     * tagged + (seq & mask) * GPUIC_RING_TAGGED_WORDS, each holding 4 bytes of the block in its
+     * low half and the block's tag (gpuic_ring_tag()) in its high half.  An aligned 8-byte
+     * store is seen whole or not at all, so the consumer takes a block once every word carries
+     * its tag: a producer publishes its data and the block in the same stores, with no fence
+     * between them (over PCIe a GPU's system-scope fence costs about a microsecond).  Such a
+     * ring publishes by tag (publish_by_marker is set; slots and markers are unused).
+     */
+    uint64_t *tagged;
 } gpuic_ring_t;
+
+/** 8-byte words of one tagged basic block (4 bytes of the block each). */
+#define GPUIC_RING_TAGGED_WORDS (GPUIC_WQE_BB_SIZE / 4)
 
 /**
  * Creates a ring of @p size slots (a power of two, 2 .. 2^24), all free, with ring number @p id.
@@ -129,6 +143,18 @@ size_t gpuic_ring_footprint(uint32_t size);
  */
 gpuic_status_t gpuic_ring_create_at(void *mem, size_t len, uint32_t size, uint32_t id,
                                     gpuic_ring_t **ring_p);
+
+/** Bytes gpuic_ring_create_tagged_at() needs for a ring of @p size slots (0: invalid size). */
+size_t gpuic_ring_footprint_tagged(uint32_t size);
+
+/**
+ * gpuic_ring_create_at() for a ring whose producers write tagged words (gpuic_ring_t.tagged):
+ * the tagged blocks follow the markers in the block (every word 0: no tag of a first lap is
+ * 0).  Producers store each block with gpuic_ring_tagged_word(); they need no commit.
+ * @return GPUIC_OK or GPUIC_ERR_INVALID_PARAM.
+ */
+gpuic_status_t gpuic_ring_create_tagged_at(void *mem, size_t len, uint32_t size, uint32_t id,
+                                           gpuic_ring_t **ring_p);
 
 /** Destroys a ring; no producer or consumer may use it any more. */
 void gpuic_ring_destroy(gpuic_ring_t *ring);
@@ -178,6 +204,22 @@ static inline GPUIC_HOST_DEVICE gpuic_ring_slot_t *gpuic_ring_slot(gpuic_ring_t 
 static inline GPUIC_HOST_DEVICE uint64_t gpuic_ring_marker(uint64_t seq, unsigned cont)
 {
     return ((seq + 1) << 1) | (cont ? 1u : 0u);
+}
+
+/**
+ * The tag of the basic block at @p seq in a tagged ring: the low half of its valid marker,
+ * never 0 for the ring's first lap (sizes are below 2^24), and different from the tag the
+ * same slot carried one lap earlier.
+ */
+static inline GPUIC_HOST_DEVICE uint32_t gpuic_ring_tag(uint64_t seq, unsigned cont)
+{
+    return (uint32_t)gpuic_ring_marker(seq, cont);
+}
+
+/** Word @p i of a tagged block: bytes 4i .. 4i+3 of the block (@p data) under @p tag. */
+static inline GPUIC_HOST_DEVICE uint64_t gpuic_ring_tagged_word(uint32_t tag, uint32_t data)
+{
+    return ((uint64_t)tag << 32) | data;
 }
 
 /**

@@ -4,7 +4,9 @@
  * but not released stay unavailable to producers; a read bounded by a doorbell sample stops
  * there), waking a sleeping consumer from a host commit, and many producer threads against
  * one consumer thread on a small ring, freeing slots in batches: every WQE arrives exactly
- * once, intact, and in each producer's order.
+ * once, intact, and in each producer's order.  Tagged rings (GPU producers): a block is taken
+ * only once every one of its words is there, in whatever order they land, across laps; a
+ * continuation still on its way holds its WQE back; an over-long DS stops at the next head.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -365,8 +367,103 @@ static void test_threads(void)
     gpuic_ring_destroy(ring);
 }
 
+/* Producer side of a tagged ring: stores words [from, to) of the nbb blocks of w at seq. */
+static void tagged_store(gpuic_ring_t *ring, uint64_t seq, const gpuic_wqe_t *w, unsigned nbb,
+                         unsigned from, unsigned to)
+{
+    for (unsigned b = 0; b < nbb; ++b) {
+        uint64_t *dst = ring->tagged + ((seq + b) & ring->mask) * GPUIC_RING_TAGGED_WORDS;
+        uint32_t data[GPUIC_RING_TAGGED_WORDS];
+
+        memcpy(data, w->bytes + b * GPUIC_WQE_BB_SIZE, sizeof(data));
+        for (unsigned i = from; i < to && i < GPUIC_RING_TAGGED_WORDS; ++i) {
+            dst[i] = gpuic_ring_tagged_word(gpuic_ring_tag(seq + b, b != 0), data[i]);
+        }
+    }
+}
+
+static void test_tagged(void)
+{
+    enum { SIZE = 8 };
+    size_t len = gpuic_ring_footprint_tagged(SIZE);
+    void *mem = aligned_alloc(64, (len + 63) / 64 * 64);
+    gpuic_ring_t *ring;
+    gpuic_wqe_t w, out;
+    uint64_t seq = 0, got;
+    unsigned nbb;
+
+    CHECK(gpuic_ring_footprint_tagged(12) == 0);
+    CHECK(gpuic_ring_create_tagged_at(mem, len - 8, SIZE, 3, &ring) == GPUIC_ERR_INVALID_PARAM);
+    CHECK(gpuic_ring_create_tagged_at(mem, len, SIZE, 3, &ring) == GPUIC_OK);
+    CHECK(ring->tagged != NULL && ring->publish_by_marker);
+    CHECK(gpuic_ring_published(ring) == 0);
+    /* five laps of one-BB WQEs whose words land in two halves, the second half first */
+    for (uint32_t n = 0; n < 5 * SIZE; ++n, ++seq) {
+        build_small(&w, n + 100);
+        tagged_store(ring, seq, &w, 1, 8, 16);
+        CHECK(gpuic_ring_published(ring) == seq); /* word 0 not there yet */
+        CHECK(gpuic_ring_peek_below(ring, seq + SIZE, &out, &got) == 0);
+        tagged_store(ring, seq, &w, 1, 0, 1);
+        CHECK(gpuic_ring_published(ring) == seq + SIZE);
+        CHECK(gpuic_ring_peek_below(ring, seq + SIZE, &out, &got) == 0); /* words 1..7 missing */
+        tagged_store(ring, seq, &w, 1, 1, 8);
+        nbb = gpuic_ring_peek_below(ring, gpuic_ring_published(ring), &out, &got);
+        CHECK(nbb == 1 && got == seq && memcmp(out.bytes, w.bytes, GPUIC_WQE_BB_SIZE) == 0);
+        gpuic_ring_consume(ring, nbb);
+    }
+    /* a two-BB WQE across the ring's end: held back until its continuation is whole */
+    seq = 5 * SIZE + SIZE - 1;
+    while (gpuic_ring_read_index(ring) < seq) {
+        build_small(&w, 7);
+        tagged_store(ring, gpuic_ring_read_index(ring), &w, 1, 0, 16);
+        CHECK(gpuic_ring_peek_below(ring, gpuic_ring_published(ring), &out, &got) == 1);
+        gpuic_ring_consume(ring, 1);
+    }
+    nbb = build(&w, 1, 3, seq); /* n = 3 gives a long inline put */
+    for (uint32_t n = 0; nbb < 2; ++n) {
+        nbb = build(&w, 1, n, seq);
+    }
+    tagged_store(ring, seq, &w, 1, 0, 16);
+    tagged_store(ring, seq, &w, nbb, 0, 15); /* every block but the last word of the last */
+    CHECK(gpuic_ring_peek_below(ring, gpuic_ring_published(ring), &out, &got) == 0);
+    tagged_store(ring, seq, &w, nbb, 15, 16);
+    CHECK(gpuic_ring_peek_below(ring, gpuic_ring_published(ring), &out, &got) == nbb);
+    CHECK(got == seq && memcmp(out.bytes, w.bytes, nbb * GPUIC_WQE_BB_SIZE) == 0);
+    gpuic_ring_consume(ring, nbb);
+    /* a DS claiming two blocks when the next slot holds the next WQE's head: one block */
+    seq += nbb;
+    build_small(&w, 9);
+    w.bytes[7] = (uint8_t)(w.bytes[7] + 4); /* ds + 4 segments: two blocks */
+    tagged_store(ring, seq, &w, 1, 0, 16);
+    CHECK(gpuic_ring_peek_below(ring, seq + 2, &out, &got) == 0); /* slot seq + 1 unwritten */
+    build_small(&w, 10);
+    tagged_store(ring, seq + 1, &w, 1, 0, 16);
+    CHECK(gpuic_ring_peek_below(ring, seq + 2, &out, &got) == 1 && got == seq);
+    gpuic_ring_consume(ring, 1);
+    CHECK(gpuic_ring_peek_below(ring, seq + 2, &out, &got) == 1 && got == seq + 1);
+    CHECK(memcmp(out.bytes, w.bytes, GPUIC_WQE_BB_SIZE) == 0);
+    gpuic_ring_consume(ring, 1);
+    /* a stray continuation decodes as one invalid block */
+    seq += 2;
+    build_small(&w, 11);
+    for (unsigned i = 0; i < GPUIC_RING_TAGGED_WORDS; ++i) {
+        uint32_t d;
+
+        memcpy(&d, w.bytes + 4 * i, 4);
+        ring->tagged[(seq & ring->mask) * GPUIC_RING_TAGGED_WORDS + i] =
+            gpuic_ring_tagged_word(gpuic_ring_tag(seq, 1), d);
+    }
+    CHECK(gpuic_ring_peek_below(ring, seq + 1, &out, &got) == 1 && got == seq);
+    CHECK(out.bytes[0] == 0xff && out.bytes[GPUIC_WQE_SEG_SIZE - 1] == 0xff);
+    gpuic_ring_consume(ring, 1);
+    CHECK(gpuic_ring_published(ring) == gpuic_ring_read_index(ring));
+    gpuic_ring_destroy(ring);
+    free(mem);
+}
+
 int main(void)
 {
+    test_tagged();
     test_single_thread();
     test_batched_release();
     test_notify();

@@ -17,13 +17,13 @@
  *     slots (the queue's timeout, the proxy stalled) leaves them unpublished, the proxy stops
  *     there, and every later call on the queue fails the same way (the window holds the
  *     error);
- *  2. write the entry's 64-byte blocks into the mapped slots, and the valid markers of its
- *     continuation blocks;
- *  3. publish: one system-scope fence, then the head marker of each entry.  The ring
- *     publishes by marker (gpuic_ring_t.publish_by_marker): the proxy takes the entry at its
- *     read index as soon as that marker is there, so producers never wait for one another
- *     (a doorbell advanced in reservation order would chain every producer behind the
- *     slowest);
+ *  2. write and publish the entry in the same stores: the ring is tagged (gpuic_ring_t.tagged),
+ *     each 8-byte word carries 4 bytes of the entry and the tag of its block, and the proxy
+ *     takes the entry at its read index once every word is there.  No fence stands between
+ *     the data and its publication (a system-scope fence over PCIe waits about a microsecond
+ *     for the stores before it), and producers never wait for one another (a doorbell advanced
+ *     in reservation order would chain every producer behind the slowest).  Only an entry that
+ *     points to a staged payload needs a fence, between the payload and the entry's words;
  *  4. complete: the proxy stores its completion index (pinned host memory) after each round;
  *     a thread waiting for an entry, a result or a flush reads it with system-scope acquire.
  * Payloads of up to GPUIC_WQE_MAX_INLINE bytes travel inside the entry; larger ones, and
@@ -39,26 +39,50 @@
 #define GPUIC_DEV_PROXY_BATCH 8u
 
 /*
- * Orders a GPU thread's stores to the mapped queue (payload in staging, slot words,
- * continuation markers) before its later stores there (head markers), for the proxy thread
- * on the host, which reads a head marker with an acquire load before the rest.
+ * Orders a GPU thread's stores of a staged payload before its stores of the entry that points
+ * to it, for the proxy thread on the host, which reads the entry's words with acquire loads
+ * and the payload after them.  Entries that carry everything in their words need none.
  */
-__device__ static inline void gpuic_dev_fence_wqe_to_proxy(void)
+__device__ static inline void gpuic_dev_fence_stage_to_proxy(void)
 {
     asm volatile("fence.acq_rel.sys;" ::: "memory");
 }
 
 /*
- * Reads the proxy's completion index: system-scope acquire, so that what the proxy wrote
- * before it published the index (results in staging, data complete at the target) is visible
- * to this thread's later loads.
+ * Stores two tagged words at @p p (16-byte aligned) in one vector store.  Each 8-byte element
+ * is single-copy atomic for the proxy thread reading it (relaxed, system scope): it sees a
+ * word whole, tag and data together, or not at all.
  */
-__device__ static inline uint64_t gpuic_dev_proxy_load_done(const uint64_t *done)
+__device__ static inline void gpuic_dev_proxy_store_tagged(uint64_t *p, uint64_t a, uint64_t b)
 {
+    asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b)
+                 : "memory");
+}
+
+/*
+ * Reads copy @p k of the proxy's completion index unordered (relaxed, system scope), so that
+ * a thread can keep several reads in flight; gpuic_dev_fence_done_to_thread() makes a value
+ * read this way an acquire.
+ */
+__device__ static inline uint64_t gpuic_dev_proxy_peek_done(const MPIX_Gpuic_device_queue *q,
+                                                            unsigned k)
+{
+    const uint64_t *p = q->done + (size_t)k * MPIX_GPUIC_DEVICE_DONE_STRIDE;
     uint64_t v;
 
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(done) : "memory");
+    asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
+}
+
+/*
+ * Orders what the proxy thread wrote before it stored a completion index (results in staging,
+ * data complete at the target) before this GPU thread's later loads and stores, once this
+ * thread has read that index with gpuic_dev_proxy_peek_done(): relaxed read, then this fence,
+ * is an acquire of the proxy's release.
+ */
+__device__ static inline void gpuic_dev_fence_done_to_thread(void)
+{
+    asm volatile("fence.acq_rel.sys;" ::: "memory");
 }
 
 /*
@@ -105,8 +129,11 @@ __device__ static inline uint64_t gpuic_dev_proxy_trace_now(void)
 #endif
 }
 
-/* The entry at @p seq is built: opens its record with issue = @p t_issue and written = now.
- * Before the entry's publish. */
+/* The entry at @p seq is built: opens its record with issue = @p t_issue and written = now,
+ * before the entry's publish.  Only the producer's fields are written: nothing orders these
+ * stores before the proxy's stamps of an entry without a fence, so the proxy's stages are
+ * left as they are (zero in a fresh trace; dissect_proxy sizes its trace so that no record is
+ * used twice). */
 __device__ static inline void gpuic_dev_proxy_trace_open(const MPIX_Gpuic_device_queue *q,
                                                          uint64_t seq, uint8_t opcode,
                                                          size_t len, uint64_t t_issue)
@@ -117,16 +144,24 @@ __device__ static inline void gpuic_dev_proxy_trace_open(const MPIX_Gpuic_device
     if (v.records != NULL) {
         uint64_t t = MPIX_GPUIC_DEVICE_TRACE_CLOCK();
 
-        gpuic_trace_open(v, seq, opcode, (uint32_t)len, GPUIC_TRACE_CLOCK_DEVICE, t_issue);
-        gpuic_trace_record(v, seq)->t[GPUIC_TRACE_WRITTEN] = t;
+        gpuic_trace_record_t *r = gpuic_trace_record(v, seq);
+
+        r->t[GPUIC_TRACE_ISSUE] = t_issue;
+        r->t[GPUIC_TRACE_WRITTEN] = t;
+        r->seq = seq + 1;
+        r->len = (uint32_t)len;
+        r->opcode = opcode;
+        r->clock = (uint8_t)GPUIC_TRACE_CLOCK_DEVICE;
+        r->reserved = 0;
     }
 #else
     (void)q, (void)seq, (void)opcode, (void)len, (void)t_issue;
 #endif
 }
 
-/* @p count entries of @p nbb blocks from @p first on are published: fenced at @p t_fenced,
- * their head markers stored now. */
+/* @p count entries of @p nbb blocks from @p first on are published: fenced at @p t_fenced
+ * (their staged payloads; when they have none, the time their stores began), their tagged
+ * words stored now. */
 __device__ static inline void gpuic_dev_proxy_trace_published(const MPIX_Gpuic_device_queue *q,
                                                               uint64_t first, unsigned count,
                                                               unsigned nbb, uint64_t t_fenced)
@@ -202,53 +237,135 @@ __device__ static inline bool gpuic_dev_proxy_timed_out(const MPIX_Gpuic_device_
     return now - *t0 > limit;
 }
 
+/* True when completion index @p done covers every entry below @p want. */
+__device__ static inline bool gpuic_dev_proxy_reached(uint64_t done, uint64_t want)
+{
+    return (int64_t)(done - want) >= 0;
+}
+
+/*
+ * How a waiting thread reads the host's completion index.  One read is a PCIe round trip
+ * (about a microsecond), so the poller keeps GPUIC_DEV_PROXY_INFLIGHT reads in flight,
+ * issued GPUIC_DEV_PROXY_POLL_NS apart and each to its own copy of the index: it sees a
+ * completion a fraction of a round trip after it lands instead of up to a whole one.  Only
+ * one thread at a time polls (the lease, GPUIC_DEV_PROXY_LEASE_NS, renewed while it waits);
+ * the others watch done_seen in device memory, sleeping about as long as the proxy needs to
+ * get to what they wait for (GPUIC_DEV_PROXY_ENTRY_NS per entry, at most
+ * GPUIC_DEV_PROXY_NAP_MAX_NS).
+ */
+#define GPUIC_DEV_PROXY_INFLIGHT 4u
+#define GPUIC_DEV_PROXY_POLL_NS 200u
+#define GPUIC_DEV_PROXY_LEASE_NS 4000u
+#define GPUIC_DEV_PROXY_ENTRY_NS 25u
+#define GPUIC_DEV_PROXY_NAP_MAX_NS 8192u
+
+/*
+ * Polls the host's index until it covers @p want (true) or %globaltimer passes @p until
+ * (false), publishing every advance it sees in done_seen for the other waiters.
+ */
+__device__ static inline bool gpuic_dev_proxy_poll(MPIX_Gpuic_device_queue *q, uint64_t want,
+                                                   uint64_t until)
+{
+    unsigned copies = q->done_copies > 0 ? q->done_copies : 1, k = 0;
+    uint64_t d[GPUIC_DEV_PROXY_INFLIGHT], last = 0;
+
+    /* staggered start: the reads then come back GPUIC_DEV_PROXY_POLL_NS apart */
+#pragma unroll
+    for (unsigned i = 0; i < GPUIC_DEV_PROXY_INFLIGHT; ++i) {
+        d[i] = gpuic_dev_proxy_peek_done(q, k);
+        k = k + 1 == copies ? 0 : k + 1;
+        if (i + 1 < GPUIC_DEV_PROXY_INFLIGHT) {
+            __nanosleep(GPUIC_DEV_PROXY_POLL_NS);
+        }
+    }
+    for (unsigned n = 0;; ++n) {
+        /* the oldest read: waiting for it paces the loop */
+        uint64_t v = d[0];
+
+        if (gpuic_dev_proxy_reached(v, want)) {
+            gpuic_dev_fence_done_to_thread();
+            gpuic_dev_proxy_max_release(&q->done_seen, v);
+            return true;
+        }
+        if (v != last) {
+            /* an acquire before passing it on: the others reuse slots the proxy has read */
+            gpuic_dev_fence_done_to_thread();
+            gpuic_dev_proxy_max_release(&q->done_seen, v);
+            last = v;
+        }
+        if ((n & 3) == 3 && gpuic_dev_now_ns() > until) {
+            return false;
+        }
+#pragma unroll
+        for (unsigned i = 0; i + 1 < GPUIC_DEV_PROXY_INFLIGHT; ++i) {
+            d[i] = d[i + 1];
+        }
+        d[GPUIC_DEV_PROXY_INFLIGHT - 1] = gpuic_dev_proxy_peek_done(q, k);
+        k = k + 1 == copies ? 0 : k + 1;
+    }
+}
+
+/*
+ * Waits until the proxy's completion index covers @p want: as the poller while this thread
+ * holds the lease, otherwise by watching done_seen.  @p first_poll lets the thread poll at
+ * once for one round of reads, before it looks at the lease (a lone waiter, the latency case,
+ * then loses no time on it).  False when the queue's timeout passed first.
+ */
+__device__ static inline bool gpuic_dev_proxy_await(MPIX_Gpuic_device_queue *q, uint64_t want,
+                                                    bool first_poll)
+{
+    uint64_t t0 = 0;
+
+    if (first_poll &&
+        gpuic_dev_proxy_poll(q, want, gpuic_dev_now_ns() + GPUIC_DEV_PROXY_INFLIGHT *
+                                                                 GPUIC_DEV_PROXY_POLL_NS)) {
+        return true;
+    }
+    for (;;) {
+        uint64_t seen = gpuic_dev_proxy_ld_acquire(&q->done_seen), now;
+        unsigned long long lease;
+
+        if (gpuic_dev_proxy_reached(seen, want)) {
+            return true;
+        }
+        now = gpuic_dev_now_ns();
+        lease = gpuic_dev_proxy_ld_relaxed(&q->poll_lease);
+        if (now > lease && atomicCAS(&q->poll_lease, lease, now + GPUIC_DEV_PROXY_LEASE_NS) ==
+                               lease) {
+            bool hit = gpuic_dev_proxy_poll(q, want, now + GPUIC_DEV_PROXY_LEASE_NS);
+
+            if (hit) {
+                /* hand the role on at once: the others may wait for more than this one */
+                atomicExch(&q->poll_lease, 0ull);
+                return true;
+            }
+        } else {
+            uint64_t nap = (want - seen) * GPUIC_DEV_PROXY_ENTRY_NS;
+
+            __nanosleep(nap < 128 ? 128 : (nap > GPUIC_DEV_PROXY_NAP_MAX_NS
+                                               ? GPUIC_DEV_PROXY_NAP_MAX_NS
+                                               : (unsigned)nap));
+        }
+        if (gpuic_dev_proxy_timed_out(q, &t0)) {
+            return false;
+        }
+    }
+}
+
 /*
  * Waits until every entry below @p seq has completed.  MPI_ERR_OTHER (recorded) when the
- * proxy does not get there within the window's timeout.  Each read of the host's index is a
- * PCIe round trip: a waiter first looks at what other threads of this GPU have seen
- * (done_seen, in device memory), and backs off between its own reads, so that thousands of
- * waiting threads do not flood the bus the proxy's own writes travel on.
+ * proxy does not get there within the window's timeout.
  */
 __device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t, uint64_t seq)
 {
     MPIX_Gpuic_device_queue *q = t->queue;
-    uint64_t t0 = 0, done, seen;
-    unsigned polls = 0, pause = 0;
 
-    /* First look: both loads in flight together (the relaxed one first: the acquire one orders
-     * only what follows it), so a lone waiter's first poll does not wait for the cache; a hit
-     * on done_seen alone is confirmed with acquire. */
-    seen = gpuic_dev_proxy_ld_relaxed(&q->done_seen);
-    done = gpuic_dev_proxy_load_done(q->done);
-    if ((int64_t)(done - seq) >= 0) {
-        if ((int64_t)(done - seen) > 0) {
-            gpuic_dev_proxy_max_release(&q->done_seen, done);
-        }
+    /* what other threads have seen first (device memory; the acquire only on a hit) */
+    if (gpuic_dev_proxy_reached(gpuic_dev_proxy_ld_relaxed(&q->done_seen), seq) &&
+        gpuic_dev_proxy_reached(gpuic_dev_proxy_ld_acquire(&q->done_seen), seq)) {
         return MPI_SUCCESS;
     }
-    if ((long long)(seen - seq) >= 0 &&
-        (long long)(gpuic_dev_proxy_ld_acquire(&q->done_seen) - seq) >= 0) {
-        return MPI_SUCCESS;
-    }
-    for (;;) {
-        if ((long long)(gpuic_dev_proxy_ld_acquire(&q->done_seen) - seq) >= 0) {
-            return MPI_SUCCESS;
-        }
-        done = gpuic_dev_proxy_load_done(q->done);
-        if ((int64_t)(done - seq) >= 0) {
-            gpuic_dev_proxy_max_release(&q->done_seen, done);
-            return MPI_SUCCESS;
-        }
-        if (gpuic_dev_proxy_timed_out(q, &t0)) {
-            return gpuic_dev_fail(t->win, MPI_ERR_OTHER);
-        }
-        /* a lone waiter polls flat out for a few round trips (about what one entry takes),
-         * then backs off exponentially: many waiters must not flood the bus */
-        if (++polls > 4) {
-            pause = pause == 0 ? 128 : (pause < 8192 ? pause * 2 : pause);
-            __nanosleep(pause);
-        }
-    }
+    return gpuic_dev_proxy_await(q, seq, true) ? MPI_SUCCESS : gpuic_dev_fail(t->win, MPI_ERR_OTHER);
 }
 
 /* Reserves @p n consecutive slots and waits until they are free; *start_p is the first one's
@@ -257,43 +374,24 @@ __device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t
                                                      uint64_t *start_p)
 {
     MPIX_Gpuic_device_queue *q = t->queue;
-    long long size = (long long)q->size;
     unsigned long long start = atomicAdd(&q->reserve, (unsigned long long)n);
     unsigned long long lim = gpuic_dev_proxy_ld_acquire(&q->done_seen);
-    uint64_t t0 = 0;
-    unsigned pause = 128;
-    bool waited = false;
 
     *start_p = start;
-    while ((long long)(start + n - lim) > size) {
-        /* not free as far as this GPU knows: ask the host side */
-        uint64_t done = gpuic_dev_proxy_load_done(q->done);
-
-        if ((int64_t)(done - lim) > 0) {
-            gpuic_dev_proxy_max_release(&q->done_seen, done);
-            lim = done;
-            continue;
-        }
-        if (gpuic_dev_proxy_timed_out(q, &t0)) {
-            return gpuic_dev_fail(t->win, MPI_ERR_OTHER);
-        }
-        /* the ring is full: back off exponentially, so that thousands of waiting threads
-         * leave the bus (and the proxy) to the entries in flight */
-        if (!waited) {
-            atomicAdd(&q->full_waits, 1ull); /* once per reservation */
-            waited = true;
-        }
-        __nanosleep(pause);
-        pause = pause < 16384 ? pause * 2 : pause;
-        lim = gpuic_dev_proxy_ld_acquire(&q->done_seen);
+    if ((long long)(start + n - lim) <= (long long)q->size) {
+        return MPI_SUCCESS;
     }
-    return MPI_SUCCESS;
+    /* the ring is full as far as this GPU knows: back-pressure */
+    atomicAdd(&q->full_waits, 1ull);
+    return gpuic_dev_proxy_await(q, start + n - q->size, false)
+               ? MPI_SUCCESS
+               : gpuic_dev_fail(t->win, MPI_ERR_OTHER);
 }
 
 /*
- * Copies an entry of @p nbb blocks into the slots from @p seq on, and the valid markers of
- * its continuation blocks.  The proxy reads none of it before the entry's head marker, which
- * gpuic_dev_proxy_publish() stores after a fence.
+ * Writes an entry of @p nbb blocks into the tagged blocks from @p seq on, which publishes it:
+ * the proxy takes it once every word is there.  A staged payload it points to must have been
+ * fenced before (gpuic_dev_fence_stage_to_proxy()).
  */
 __device__ static inline void gpuic_dev_proxy_write(MPIX_Gpuic_device_queue *q, uint64_t seq,
                                                     const gpuic_wqe_t *wqe, unsigned nbb)
@@ -301,48 +399,27 @@ __device__ static inline void gpuic_dev_proxy_write(MPIX_Gpuic_device_queue *q, 
     uint64_t mask = q->size - 1;
 
     for (unsigned b = 0; b < nbb; ++b) {
-        uint4 *slot = (uint4 *)(q->slots + ((seq + b) & mask) * (GPUIC_WQE_BB_SIZE / 8));
-        const uint4 *src = (const uint4 *)&wqe->words[b * (GPUIC_WQE_BB_SIZE / 8)];
+        uint64_t tag = (uint64_t)gpuic_ring_tag(seq + b, b != 0) << 32;
+        uint64_t *dst = q->tagged + ((seq + b) & mask) * GPUIC_RING_TAGGED_WORDS;
+        const uint64_t *src = &wqe->words[b * (GPUIC_WQE_BB_SIZE / 8)];
 
-        for (unsigned i = 0; i < GPUIC_WQE_BB_SIZE / 16; ++i) {
-            slot[i] = src[i];
+        for (unsigned i = 0; i < GPUIC_WQE_BB_SIZE / 8; ++i) {
+            /* word 2i holds bytes 8i .. 8i+3, word 2i+1 bytes 8i+4 .. 8i+7 (little-endian) */
+            uint64_t w = src[i];
+
+            gpuic_dev_proxy_store_tagged(dst + 2 * i, tag | (uint32_t)w, tag | (w >> 32));
         }
     }
-    for (unsigned b = 1; b < nbb; ++b) {
-        *(volatile uint64_t *)&q->markers[(seq + b) & mask] = gpuic_ring_marker(seq + b, 1);
-    }
-}
-
-/*
- * Publishes @p count entries of @p nbb blocks each, written from @p first on: one fence (a
- * system-scope fence over PCIe waits for the writes before it to be acknowledged: the
- * costliest step of a post), then their head markers.
- */
-__device__ static inline void gpuic_dev_proxy_publish(MPIX_Gpuic_device_queue *q, uint64_t first,
-                                                      unsigned count, unsigned nbb)
-{
-    uint64_t mask = q->size - 1, t_fenced;
-
-    gpuic_dev_fence_wqe_to_proxy();
-    t_fenced = gpuic_dev_proxy_trace_now();
-    for (unsigned i = 0; i < count; ++i) {
-        uint64_t seq = first + (uint64_t)i * nbb;
-
-        *(volatile uint64_t *)&q->markers[seq & mask] = gpuic_ring_marker(seq, 0);
-    }
-    gpuic_dev_proxy_trace_published(q, first, count, nbb, t_fenced);
 }
 
 /*
  * gpuic_dev_proxy_reserve() for the lanes of a warp that call it together with the same queue
  * and entry size: one lane reserves for all of them (one fetch-and-add instead of up to 32
- * contending ones) and each takes its share.  *seq_p is the calling lane's first slot;
- * *first_p and *total_p the group's, for gpuic_dev_proxy_publish_warp().  Lanes that differ in
- * queue or size form groups of their own.
+ * contending ones) and each takes its share.  *seq_p is the calling lane's first slot.  Lanes
+ * that differ in queue or size form groups of their own.
  */
 __device__ static inline int gpuic_dev_proxy_reserve_warp(const MPIX_Device_target *t,
-                                                          unsigned nbb, uint64_t *seq_p,
-                                                          uint64_t *first_p, unsigned *total_p)
+                                                          unsigned nbb, uint64_t *seq_p)
 {
     unsigned active = __activemask();
     unsigned long long key = (unsigned long long)(uintptr_t)t->queue ^ ((unsigned long long)nbb << 60);
@@ -358,29 +435,7 @@ __device__ static inline int gpuic_dev_proxy_reserve_warp(const MPIX_Device_targ
     rc = __shfl_sync(group, rc, (int)leader);
     first = __shfl_sync(group, first, (int)leader);
     *seq_p = first + (uint64_t)below * nbb;
-    *first_p = first;
-    *total_p = total;
     return rc;
-}
-
-/* Publishes a group's entries (@p nbb blocks each) once every lane of it has written its own. */
-__device__ static inline void gpuic_dev_proxy_publish_warp(MPIX_Gpuic_device_queue *q,
-                                                           uint64_t first, unsigned total,
-                                                           unsigned nbb)
-{
-    unsigned active = __activemask();
-    unsigned long long key = first;
-    unsigned group = __match_any_sync(active, key);
-    unsigned lane = threadIdx.x & 31u;
-
-    /* the lanes' slot stores happen before the leader's fence through the warp barrier, and
-     * a fence orders everything that happens before it ahead of the leader's later stores:
-     * one fence for the whole group */
-    __syncwarp(group);
-    if (lane == (unsigned)__ffs(group) - 1) {
-        gpuic_dev_proxy_publish(q, first, total / nbb, nbb);
-    }
-    __syncwarp(group);
 }
 
 /* The staging area of slot @p seq: its device address and the host address entries carry. */
@@ -423,24 +478,26 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
     int rc;
 
     if (bytes <= GPUIC_WQE_MAX_INLINE) {
-        unsigned nbb = gpuic_dev_proxy_inline_bb(bytes), total;
-        uint64_t first;
+        unsigned nbb = gpuic_dev_proxy_inline_bb(bytes);
         gpuic_wqe_hdr_t h;
+        uint64_t t_fenced;
 
-        rc = gpuic_dev_proxy_reserve_warp(t, nbb, &seq, &first, &total);
+        rc = gpuic_dev_proxy_reserve_warp(t, nbb, &seq);
         if (rc != MPI_SUCCESS) {
             return rc;
         }
         h = gpuic_dev_proxy_hdr(t, seq);
         gpuic_wqe_build_put_inline(&wqe, &h, origin, (uint32_t)bytes, raddr, t->key);
         gpuic_dev_proxy_trace_open(q, seq, GPUIC_WQE_OP_RDMA_WRITE, bytes, t0);
+        t_fenced = gpuic_dev_proxy_trace_now(); /* nothing staged: no fence */
         gpuic_dev_proxy_write(q, seq, &wqe, nbb);
-        gpuic_dev_proxy_publish_warp(q, first, total, nbb);
+        gpuic_dev_proxy_trace_published(q, seq, 1, nbb, t_fenced);
         return MPI_SUCCESS;
     }
     for (size_t off = 0; off < bytes;) {
-        size_t chunk_max = q->stage_bytes, left = bytes - off;
+        size_t chunk_max = q->stage_bytes, left = bytes - off, pos = off;
         unsigned n = (unsigned)((left + chunk_max - 1) / chunk_max);
+        uint64_t t_fenced;
 
         n = n < GPUIC_DEV_PROXY_BATCH ? n : GPUIC_DEV_PROXY_BATCH;
         rc = gpuic_dev_proxy_reserve(t, n, &seq);
@@ -448,18 +505,27 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
             return rc;
         }
         for (unsigned i = 0; i < n; ++i) {
+            size_t len = bytes - pos < chunk_max ? bytes - pos : chunk_max;
+            uint64_t host;
+
+            gpuic_dev_copy(gpuic_dev_proxy_stage(q, seq + i, &host), (const char *)origin + pos,
+                           len, 0, 1);
+            gpuic_dev_proxy_trace_open(q, seq + i, GPUIC_WQE_OP_RDMA_WRITE, len, t0);
+            pos += len;
+        }
+        gpuic_dev_fence_stage_to_proxy();
+        t_fenced = gpuic_dev_proxy_trace_now();
+        for (unsigned i = 0; i < n; ++i) {
             size_t len = bytes - off < chunk_max ? bytes - off : chunk_max;
             gpuic_wqe_hdr_t h = gpuic_dev_proxy_hdr(t, seq + i);
             uint64_t host;
-            char *stage = gpuic_dev_proxy_stage(q, seq + i, &host);
 
-            gpuic_dev_copy(stage, (const char *)origin + off, len, 0, 1);
+            gpuic_dev_proxy_stage(q, seq + i, &host);
             gpuic_wqe_build_put(&wqe, &h, host, 0, (uint32_t)len, raddr + off, t->key);
-            gpuic_dev_proxy_trace_open(q, seq + i, GPUIC_WQE_OP_RDMA_WRITE, len, t0);
             gpuic_dev_proxy_write(q, seq + i, &wqe, 1);
             off += len;
         }
-        gpuic_dev_proxy_publish(q, seq, n, 1);
+        gpuic_dev_proxy_trace_published(q, seq, n, 1, t_fenced);
     }
     return MPI_SUCCESS;
 }
@@ -476,6 +542,7 @@ __device__ static inline int gpuic_dev_proxy_get(const MPIX_Device_target *t, vo
     for (size_t off = 0; off < bytes;) {
         size_t chunk_max = q->stage_bytes, left = bytes - off, pos = off;
         unsigned n = (unsigned)((left + chunk_max - 1) / chunk_max);
+        uint64_t t_fenced;
 
         n = n < GPUIC_DEV_PROXY_BATCH ? n : GPUIC_DEV_PROXY_BATCH;
         rc = gpuic_dev_proxy_reserve(t, n, &seq);
@@ -484,16 +551,23 @@ __device__ static inline int gpuic_dev_proxy_get(const MPIX_Device_target *t, vo
         }
         for (unsigned i = 0; i < n; ++i) {
             size_t len = bytes - pos < chunk_max ? bytes - pos : chunk_max;
+
+            gpuic_dev_proxy_trace_open(q, seq + i, GPUIC_WQE_OP_RDMA_READ, len, t0);
+            pos += len;
+        }
+        t_fenced = gpuic_dev_proxy_trace_now(); /* nothing staged: no fence */
+        pos = off;
+        for (unsigned i = 0; i < n; ++i) {
+            size_t len = bytes - pos < chunk_max ? bytes - pos : chunk_max;
             gpuic_wqe_hdr_t h = gpuic_dev_proxy_hdr(t, seq + i);
             uint64_t host;
 
             gpuic_dev_proxy_stage(q, seq + i, &host);
             gpuic_wqe_build_get(&wqe, &h, host, 0, (uint32_t)len, raddr + pos, t->key);
-            gpuic_dev_proxy_trace_open(q, seq + i, GPUIC_WQE_OP_RDMA_READ, len, t0);
             gpuic_dev_proxy_write(q, seq + i, &wqe, 1);
             pos += len;
         }
-        gpuic_dev_proxy_publish(q, seq, n, 1);
+        gpuic_dev_proxy_trace_published(q, seq, n, 1, t_fenced);
         rc = gpuic_dev_proxy_wait(t, seq + n);
         if (rc != MPI_SUCCESS) {
             return rc;
@@ -520,7 +594,7 @@ __device__ static inline int gpuic_dev_proxy_atomic(const MPIX_Device_target *t,
     gpuic_wqe_hdr_t h;
     uint64_t seq, host;
     const char *stage;
-    uint64_t t0 = gpuic_dev_proxy_trace_now();
+    uint64_t t0 = gpuic_dev_proxy_trace_now(), t_fenced;
     int rc = gpuic_dev_proxy_reserve(t, 1, &seq);
 
     if (rc != MPI_SUCCESS) {
@@ -530,8 +604,9 @@ __device__ static inline int gpuic_dev_proxy_atomic(const MPIX_Device_target *t,
     stage = gpuic_dev_proxy_stage(q, seq, &host);
     gpuic_wqe_build_atomic(&wqe, &h, opcode, swap_add, compare, host, 0, raddr, t->key);
     gpuic_dev_proxy_trace_open(q, seq, opcode, 8, t0);
+    t_fenced = gpuic_dev_proxy_trace_now(); /* nothing staged: no fence */
     gpuic_dev_proxy_write(q, seq, &wqe, 1);
-    gpuic_dev_proxy_publish(q, seq, 1, 1);
+    gpuic_dev_proxy_trace_published(q, seq, 1, 1, t_fenced);
     rc = gpuic_dev_proxy_wait(t, seq + 1);
     if (rc == MPI_SUCCESS) {
         /* the proxy writes the old value in host byte order */
@@ -551,7 +626,7 @@ __device__ static inline int gpuic_dev_proxy_put_signal(const MPIX_Device_target
     size_t head = 0, last;
     gpuic_wqe_t wqe;
     gpuic_wqe_hdr_t h;
-    uint64_t seq, host, t0 = gpuic_dev_proxy_trace_now();
+    uint64_t seq, host, t0 = gpuic_dev_proxy_trace_now(), t_fenced;
     char *stage;
     int rc;
 
@@ -577,8 +652,10 @@ __device__ static inline int gpuic_dev_proxy_put_signal(const MPIX_Device_target
     gpuic_wqe_build_put_signal(&wqe, &h, host, 0, (uint32_t)last, raddr + head, t->key,
                                sig_raddr, t->key, sig_op, value);
     gpuic_dev_proxy_trace_open(q, seq, GPUIC_WQE_OP_PUT_SIGNAL, last, t0);
+    gpuic_dev_fence_stage_to_proxy();
+    t_fenced = gpuic_dev_proxy_trace_now();
     gpuic_dev_proxy_write(q, seq, &wqe, 2);
-    gpuic_dev_proxy_publish(q, seq, 1, 2);
+    gpuic_dev_proxy_trace_published(q, seq, 1, 2, t_fenced);
     return MPI_SUCCESS;
 }
 
@@ -644,8 +721,8 @@ __device__ static inline int gpuic_dev_proxy_accumulate(const MPIX_Device_target
         gpuic_dev_copy(stage, (const char *)origin + done * esize, n * esize, 0, 1);
         gpuic_wqe_build_accumulate(&wqe, &h, op, type, (uint32_t)n, (uint32_t)esize, host, 0,
                                    raddr + done * esize, t->key);
+        gpuic_dev_fence_stage_to_proxy();
         gpuic_dev_proxy_write(q, seq, &wqe, 1);
-        gpuic_dev_proxy_publish(q, seq, 1, 1);
         done += n;
     }
     return MPI_SUCCESS;

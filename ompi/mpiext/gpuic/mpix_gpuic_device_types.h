@@ -68,10 +68,17 @@ typedef struct MPIX_Gpuic_device_queue {
      *  read by the host as the MPI_T counter osc_gpuic_proxy_queue_full_waits). */
     unsigned long long full_waits;
     uint64_t pad2[7];
-    uint64_t *slots;          /**< device address of the ring's 64-byte slots */
-    uint64_t *markers;        /**< device address of the ring's valid markers (entries are
-                                   published by their head marker) */
-    const uint64_t *done;     /**< device address of the proxy's completion index */
+    /** %globaltimer time until which one waiting thread is the queue's poller: the only one
+     *  that reads the host's completion index, while the others watch done_seen (thousands
+     *  of threads reading over PCIe would crowd out the entries they wait for). */
+    unsigned long long poll_lease;
+    uint64_t pad3[7];
+    /** Device address of the ring's tagged blocks (gpuic_ring_t.tagged): an entry is written
+     *  and published in the same 8-byte stores, each carrying its block's tag. */
+    uint64_t *tagged;
+    /** Device address of the proxy's completion index, stored in done_copies copies 8 words
+     *  apart (gpuic_proxy_queue_t.done_copies). */
+    const uint64_t *done;
     char     *stage;          /**< device address of the staging area, stage_bytes per slot */
     uint64_t stage_host;      /**< host address of the same area (WQE local addresses) */
     uint64_t timeout_ns;      /**< longest wait for the proxy, 0: forever */
@@ -82,7 +89,12 @@ typedef struct MPIX_Gpuic_device_queue {
      *  device code compiled with MPIX_GPUIC_DEVICE_TRACE (mpix_gpuic_device_proxy.cuh). */
     void    *trace_records;
     uint64_t trace_mask;      /**< records - 1 (a power of two minus one, at least size - 1) */
+    uint32_t done_copies;     /**< copies of the completion index, at least 1 */
+    uint32_t reserved;
 } MPIX_Gpuic_device_queue;
+
+/** 8-byte words between copies of the proxy's completion index (done_copies). */
+#define MPIX_GPUIC_DEVICE_DONE_STRIDE 8
 
 /** The device handle's structure. */
 typedef struct MPIX_Gpuic_device_win {

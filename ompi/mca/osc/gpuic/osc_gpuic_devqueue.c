@@ -45,8 +45,13 @@ typedef struct ompi_osc_gpuic_devqueue {
     gpuic_status_t reported;   /* proxy error already returned to the program */
 } ompi_osc_gpuic_devqueue_t;
 
-/* Bytes of the completion index's line in the block. */
-#define OMPI_OSC_GPUIC_DONE_LINE 64
+/* Copies of the completion index the proxy stores, one per line, so that a waiting GPU thread
+ * can keep as many reads of it in flight (mpix_gpuic_device_proxy.cuh), and their bytes in
+ * the block. */
+#define OMPI_OSC_GPUIC_DONE_COPIES 4
+#define OMPI_OSC_GPUIC_DONE_LINE (64 * OMPI_OSC_GPUIC_DONE_COPIES)
+_Static_assert(GPUIC_PROXY_DONE_STRIDE == MPIX_GPUIC_DEVICE_DONE_STRIDE,
+               "the proxy stores the copies where device code reads them");
 
 /* Starts the proxy and its context on first use. */
 static int ompi_osc_gpuic_proxy_get(gpuic_proxy_t **proxy_p)
@@ -147,7 +152,7 @@ static int ompi_osc_gpuic_devqueue_alloc(ompi_osc_gpuic_module_t *module,
 {
     ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
     uint32_t slots = (uint32_t)c->device_queue_slots;
-    size_t stage = (size_t)c->device_stage_bytes, ring_len = gpuic_ring_footprint(slots);
+    size_t stage = (size_t)c->device_stage_bytes, ring_len = gpuic_ring_footprint_tagged(slots);
     ompi_osc_gpuic_devqueue_t *q;
     int n = ompi_comm_size(module->comm);
     void *dev = NULL;
@@ -186,11 +191,9 @@ static int ompi_osc_gpuic_devqueue_alloc(ompi_osc_gpuic_module_t *module,
     }
     q->block_dev = dev;
     q->done = (uint64_t *)((char *)q->block + ring_len);
-    if (gpuic_ring_create_at(q->block, ring_len, slots, (uint32_t)module->id, &q->ring) ==
-        GPUIC_OK) {
-        /* GPU threads publish each entry by its head marker (mpix_gpuic_device_proxy.cuh) */
-        q->ring->publish_by_marker = 1;
-    }
+    /* GPU threads write and publish each entry in the same tagged stores
+     * (mpix_gpuic_device_proxy.cuh) */
+    (void)gpuic_ring_create_tagged_at(q->block, ring_len, slots, (uint32_t)module->id, &q->ring);
     if (q->ring == NULL ||
         gpuic_keytable_create((uint32_t)(n < 65536 ? n : 65536), &q->keys) != GPUIC_OK ||
         gpuic_cmpl_create((uint32_t)n, &q->cmpl) != GPUIC_OK) {
@@ -208,14 +211,14 @@ static int ompi_osc_gpuic_devqueue_publish(ompi_osc_gpuic_devqueue_t *q)
     size_t ring_len = (char *)q->done - (char *)q->block;
 
     memset(&d, 0, sizeof(d));
-    d.slots = (uint64_t *)(b + ((char *)q->ring->slots - (char *)q->block));
-    d.markers = (uint64_t *)(b + ((char *)q->ring->markers - (char *)q->block));
+    d.tagged = (uint64_t *)(b + ((char *)q->ring->tagged - (char *)q->block));
     d.done = (const uint64_t *)(b + ring_len);
     d.stage = b + ring_len + OMPI_OSC_GPUIC_DONE_LINE;
     d.stage_host = (uint64_t)(uintptr_t)((char *)q->block + ring_len + OMPI_OSC_GPUIC_DONE_LINE);
     d.timeout_ns = (uint64_t)(mca_osc_gpuic_component.timeout * 1e9);
     d.size = q->ring->size;
     d.stage_bytes = (uint32_t)mca_osc_gpuic_component.device_stage_bytes;
+    d.done_copies = OMPI_OSC_GPUIC_DONE_COPIES;
     if (gpuic_cuda_mem_alloc(sizeof(d), &dev) != GPUIC_OK ||
         gpuic_cuda_memcpy(dev, &d, sizeof(d)) != GPUIC_OK) {
         gpuic_cuda_mem_free(dev);
@@ -309,6 +312,7 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
         pq.keys = q->keys;
         pq.cmpl = q->cmpl;
         pq.done = q->done;
+        pq.done_copies = OMPI_OSC_GPUIC_DONE_COPIES;
         rc = ompi_osc_gpuic_error(gpuic_proxy_add(proxy, &pq));
         q->attached = rc == OMPI_SUCCESS;
     }
