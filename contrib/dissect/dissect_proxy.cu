@@ -46,8 +46,7 @@
 #include "mpix_gpuic_device.cuh"
 
 #define PROXY_SLOTS 64u
-#define PROXY_DONE_COPIES 4u
-#define PROXY_DONE_LINE (64u * PROXY_DONE_COPIES)
+#define PROXY_DONE_LINE 64u
 #define PROXY_MAX_SIZE (1u << 20)
 #define CALIB_ROUNDS 2000
 #define PROXY_TIMEOUT_NS 10000000000ull
@@ -224,7 +223,6 @@ static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigne
     q.keys = p->keys;
     q.cmpl = p->cmpl;
     q.done = (uint64_t *)((char *)p->block + ring_len);
-    q.done_copies = PROXY_DONE_COPIES;
     q.trace = p->trace;
     if (gpuic_proxy_add(p->proxy, &q) != GPUIC_OK) {
         return 0;
@@ -239,7 +237,6 @@ static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigne
     d.timeout_ns = PROXY_TIMEOUT_NS;
     d.size = p->ring->size;
     d.stage_bytes = p->stage_bytes;
-    d.done_copies = PROXY_DONE_COPIES;
     d.trace_records = gpuic_trace_view(p->trace, 1).records;
     d.trace_mask = gpuic_trace_view(p->trace, 1).mask;
     if (cudaMalloc((void **)&p->dq, sizeof(d)) != cudaSuccess ||

@@ -57,7 +57,6 @@ typedef struct gpuic_proxy_tally {
 typedef struct gpuic_proxy_done {
     uint64_t *done;
     uint64_t end;
-    unsigned copies;
 } gpuic_proxy_done_t;
 #ifdef GPUIC_TRACE
 /* Consecutive traced WQEs of one ring in a round: stamped remote-complete when it retires. */
@@ -308,7 +307,6 @@ static void gpuic_proxy_done_add(gpuic_proxy_round_t *round, gpuic_proxy_attache
     a->done_owed = end;
     round->dones[round->ndones].done = a->q.done;
     round->dones[round->ndones].end = end;
-    round->dones[round->ndones].copies = a->q.done_copies > 1 ? a->q.done_copies : 1;
     round->ndones++;
 }
 
@@ -769,10 +767,7 @@ static void gpuic_proxy_retire(gpuic_proxy_t *proxy)
         /* the data, results and counters first: a producer that sees the index reads them */
         gpuic_fence_completion_to_producer();
         for (unsigned i = 0; i < round->ndones; ++i) {
-            for (unsigned c = 0; c < round->dones[i].copies; ++c) {
-                __atomic_store_n(round->dones[i].done + c * GPUIC_PROXY_DONE_STRIDE,
-                                 round->dones[i].end, __ATOMIC_RELEASE);
-            }
+            __atomic_store_n(round->dones[i].done, round->dones[i].end, __ATOMIC_RELEASE);
         }
         proxy->fifo_head = round->next;
         if (proxy->fifo_head == NULL) {

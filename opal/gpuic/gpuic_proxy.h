@@ -76,9 +76,6 @@ typedef struct gpuic_proxy_params {
     gpuic_status_t (*copy)(void *dst, const void *src, size_t len);
 } gpuic_proxy_params_t;
 
-/** 8-byte words between copies of a completion index (gpuic_proxy_queue_t.done_copies). */
-#define GPUIC_PROXY_DONE_STRIDE 8
-
 /** A ring and the window objects its WQEs refer to. */
 typedef struct gpuic_proxy_queue {
     gpuic_ring_t     *ring; /**< the send queue drained */
@@ -91,11 +88,6 @@ typedef struct gpuic_proxy_queue {
      *  index lives in memory mapped to the device) wait on it, and may reserve slots against
      *  it instead of the consumer index so that a slot's staging data outlives its WQE. */
     uint64_t         *done;
-    /** Copies of the completion index the proxy stores: at done[0], done[GPUIC_PROXY_DONE_STRIDE],
-     *  ... (one per 64-byte line); 0 means 1.  A GPU waiter keeps several reads of the index
-     *  in flight, each to a line of its own (reads of one line in flight together may be
-     *  answered together, which would make them one). */
-    uint32_t         done_copies;
     /** Stage stamps of the ring's WQEs (pickup, UCX call issued, remote completion), or NULL.
      *  Only a build configured with --enable-trace stamps; others ignore it. */
     gpuic_trace_t    *trace;

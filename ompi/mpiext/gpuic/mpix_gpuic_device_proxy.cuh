@@ -60,29 +60,17 @@ __device__ static inline void gpuic_dev_proxy_store_tagged(uint64_t *p, uint64_t
 }
 
 /*
- * Reads copy @p k of the proxy's completion index unordered (relaxed, system scope), so that
- * a thread can keep several reads in flight; gpuic_dev_fence_done_to_thread() makes a value
- * read this way an acquire.
+ * Reads the proxy's completion index: system-scope acquire, so that what the proxy wrote
+ * before it published the index (results in staging, data complete at the target) is visible
+ * to this thread's later loads and stores.  (Several relaxed reads in flight with a fence
+ * after a hit were measured slower: the fence waits for the reads still in flight.)
  */
-__device__ static inline uint64_t gpuic_dev_proxy_peek_done(const MPIX_Gpuic_device_queue *q,
-                                                            unsigned k)
+__device__ static inline uint64_t gpuic_dev_proxy_load_done(const uint64_t *done)
 {
-    const uint64_t *p = q->done + (size_t)k * MPIX_GPUIC_DEVICE_DONE_STRIDE;
     uint64_t v;
 
-    asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(done) : "memory");
     return v;
-}
-
-/*
- * Orders what the proxy thread wrote before it stored a completion index (results in staging,
- * data complete at the target) before this GPU thread's later loads and stores, once this
- * thread has read that index with gpuic_dev_proxy_peek_done(): relaxed read, then this fence,
- * is an acquire of the proxy's release.
- */
-__device__ static inline void gpuic_dev_fence_done_to_thread(void)
-{
-    asm volatile("fence.acq_rel.sys;" ::: "memory");
 }
 
 /*
@@ -244,64 +232,43 @@ __device__ static inline bool gpuic_dev_proxy_reached(uint64_t done, uint64_t wa
 }
 
 /*
- * How a waiting thread reads the host's completion index.  One read is a PCIe round trip
- * (about a microsecond), so the poller keeps GPUIC_DEV_PROXY_INFLIGHT reads in flight,
- * issued GPUIC_DEV_PROXY_POLL_NS apart and each to its own copy of the index: it sees a
- * completion a fraction of a round trip after it lands instead of up to a whole one.  Only
- * one thread at a time polls (the lease, GPUIC_DEV_PROXY_LEASE_NS, renewed while it waits);
- * the others watch done_seen in device memory, sleeping about as long as the proxy needs to
- * get to what they wait for (GPUIC_DEV_PROXY_ENTRY_NS per entry, at most
- * GPUIC_DEV_PROXY_NAP_MAX_NS).
+ * How threads wait for the host's completion index.  One read is a PCIe round trip (about a
+ * microsecond), and the proxy's own stores travel on the same link: only one thread at a time
+ * reads it (the poller, which holds a lease of GPUIC_DEV_PROXY_LEASE_NS, renewed while it
+ * waits), back to back, publishing every advance in done_seen; the others watch done_seen in
+ * device memory, sleeping about as long as the proxy needs to get to what they wait for
+ * (GPUIC_DEV_PROXY_ENTRY_NS an entry, at most GPUIC_DEV_PROXY_NAP_MAX_NS).  Thousands of
+ * threads each reading the index collapsed the queue to a few hundred thousand entries a
+ * second.
  */
-#define GPUIC_DEV_PROXY_INFLIGHT 4u
-#define GPUIC_DEV_PROXY_POLL_NS 200u
 #define GPUIC_DEV_PROXY_LEASE_NS 4000u
+#define GPUIC_DEV_PROXY_FIRST_NS 2000u
 #define GPUIC_DEV_PROXY_ENTRY_NS 25u
 #define GPUIC_DEV_PROXY_NAP_MAX_NS 8192u
 
 /*
- * Polls the host's index until it covers @p want (true) or %globaltimer passes @p until
+ * Reads the host's index until it covers @p want (true) or %globaltimer passes @p until
  * (false), publishing every advance it sees in done_seen for the other waiters.
  */
 __device__ static inline bool gpuic_dev_proxy_poll(MPIX_Gpuic_device_queue *q, uint64_t want,
                                                    uint64_t until)
 {
-    unsigned copies = q->done_copies > 0 ? q->done_copies : 1, k = 0;
-    uint64_t d[GPUIC_DEV_PROXY_INFLIGHT], last = 0;
+    uint64_t last = gpuic_dev_proxy_ld_relaxed(&q->done_seen);
 
-    /* staggered start: the reads then come back GPUIC_DEV_PROXY_POLL_NS apart */
-#pragma unroll
-    for (unsigned i = 0; i < GPUIC_DEV_PROXY_INFLIGHT; ++i) {
-        d[i] = gpuic_dev_proxy_peek_done(q, k);
-        k = k + 1 == copies ? 0 : k + 1;
-        if (i + 1 < GPUIC_DEV_PROXY_INFLIGHT) {
-            __nanosleep(GPUIC_DEV_PROXY_POLL_NS);
-        }
-    }
     for (unsigned n = 0;; ++n) {
-        /* the oldest read: waiting for it paces the loop */
-        uint64_t v = d[0];
+        uint64_t v = gpuic_dev_proxy_load_done(q->done);
 
         if (gpuic_dev_proxy_reached(v, want)) {
-            gpuic_dev_fence_done_to_thread();
             gpuic_dev_proxy_max_release(&q->done_seen, v);
             return true;
         }
         if (v != last) {
-            /* an acquire before passing it on: the others reuse slots the proxy has read */
-            gpuic_dev_fence_done_to_thread();
             gpuic_dev_proxy_max_release(&q->done_seen, v);
             last = v;
         }
         if ((n & 3) == 3 && gpuic_dev_now_ns() > until) {
             return false;
         }
-#pragma unroll
-        for (unsigned i = 0; i + 1 < GPUIC_DEV_PROXY_INFLIGHT; ++i) {
-            d[i] = d[i + 1];
-        }
-        d[GPUIC_DEV_PROXY_INFLIGHT - 1] = gpuic_dev_proxy_peek_done(q, k);
-        k = k + 1 == copies ? 0 : k + 1;
     }
 }
 
@@ -316,9 +283,7 @@ __device__ static inline bool gpuic_dev_proxy_await(MPIX_Gpuic_device_queue *q, 
 {
     uint64_t t0 = 0;
 
-    if (first_poll &&
-        gpuic_dev_proxy_poll(q, want, gpuic_dev_now_ns() + GPUIC_DEV_PROXY_INFLIGHT *
-                                                                 GPUIC_DEV_PROXY_POLL_NS)) {
+    if (first_poll && gpuic_dev_proxy_poll(q, want, gpuic_dev_now_ns() + GPUIC_DEV_PROXY_FIRST_NS)) {
         return true;
     }
     for (;;) {
@@ -359,13 +324,23 @@ __device__ static inline bool gpuic_dev_proxy_await(MPIX_Gpuic_device_queue *q, 
 __device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t, uint64_t seq)
 {
     MPIX_Gpuic_device_queue *q = t->queue;
+    /* both first looks in flight together (the relaxed one first: the acquire one orders only
+     * what follows it): what other threads of this GPU have seen, and the host's index */
+    uint64_t seen = gpuic_dev_proxy_ld_relaxed(&q->done_seen);
+    uint64_t done = gpuic_dev_proxy_load_done(q->done);
 
-    /* what other threads have seen first (device memory; the acquire only on a hit) */
-    if (gpuic_dev_proxy_reached(gpuic_dev_proxy_ld_relaxed(&q->done_seen), seq) &&
+    if (gpuic_dev_proxy_reached(done, seq)) {
+        if ((int64_t)(done - seen) > 0) {
+            gpuic_dev_proxy_max_release(&q->done_seen, done);
+        }
+        return MPI_SUCCESS;
+    }
+    if (gpuic_dev_proxy_reached(seen, seq) &&
         gpuic_dev_proxy_reached(gpuic_dev_proxy_ld_acquire(&q->done_seen), seq)) {
         return MPI_SUCCESS;
     }
-    return gpuic_dev_proxy_await(q, seq, true) ? MPI_SUCCESS : gpuic_dev_fail(t->win, MPI_ERR_OTHER);
+    return gpuic_dev_proxy_await(q, seq, true) ? MPI_SUCCESS
+                                               : gpuic_dev_fail(t->win, MPI_ERR_OTHER);
 }
 
 /* Reserves @p n consecutive slots and waits until they are free; *start_p is the first one's

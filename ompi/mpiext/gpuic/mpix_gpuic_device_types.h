@@ -76,9 +76,7 @@ typedef struct MPIX_Gpuic_device_queue {
     /** Device address of the ring's tagged blocks (gpuic_ring_t.tagged): an entry is written
      *  and published in the same 8-byte stores, each carrying its block's tag. */
     uint64_t *tagged;
-    /** Device address of the proxy's completion index, stored in done_copies copies 8 words
-     *  apart (gpuic_proxy_queue_t.done_copies). */
-    const uint64_t *done;
+    const uint64_t *done;     /**< device address of the proxy's completion index */
     char     *stage;          /**< device address of the staging area, stage_bytes per slot */
     uint64_t stage_host;      /**< host address of the same area (WQE local addresses) */
     uint64_t timeout_ns;      /**< longest wait for the proxy, 0: forever */
@@ -89,12 +87,7 @@ typedef struct MPIX_Gpuic_device_queue {
      *  device code compiled with MPIX_GPUIC_DEVICE_TRACE (mpix_gpuic_device_proxy.cuh). */
     void    *trace_records;
     uint64_t trace_mask;      /**< records - 1 (a power of two minus one, at least size - 1) */
-    uint32_t done_copies;     /**< copies of the completion index, at least 1 */
-    uint32_t reserved;
 } MPIX_Gpuic_device_queue;
-
-/** 8-byte words between copies of the proxy's completion index (done_copies). */
-#define MPIX_GPUIC_DEVICE_DONE_STRIDE 8
 
 /** The device handle's structure. */
 typedef struct MPIX_Gpuic_device_win {

@@ -45,13 +45,8 @@ typedef struct ompi_osc_gpuic_devqueue {
     gpuic_status_t reported;   /* proxy error already returned to the program */
 } ompi_osc_gpuic_devqueue_t;
 
-/* Copies of the completion index the proxy stores, one per line, so that a waiting GPU thread
- * can keep as many reads of it in flight (mpix_gpuic_device_proxy.cuh), and their bytes in
- * the block. */
-#define OMPI_OSC_GPUIC_DONE_COPIES 4
-#define OMPI_OSC_GPUIC_DONE_LINE (64 * OMPI_OSC_GPUIC_DONE_COPIES)
-_Static_assert(GPUIC_PROXY_DONE_STRIDE == MPIX_GPUIC_DEVICE_DONE_STRIDE,
-               "the proxy stores the copies where device code reads them");
+/* Bytes of the completion index's line in the block. */
+#define OMPI_OSC_GPUIC_DONE_LINE 64
 
 /* Starts the proxy and its context on first use. */
 static int ompi_osc_gpuic_proxy_get(gpuic_proxy_t **proxy_p)
@@ -218,7 +213,6 @@ static int ompi_osc_gpuic_devqueue_publish(ompi_osc_gpuic_devqueue_t *q)
     d.timeout_ns = (uint64_t)(mca_osc_gpuic_component.timeout * 1e9);
     d.size = q->ring->size;
     d.stage_bytes = (uint32_t)mca_osc_gpuic_component.device_stage_bytes;
-    d.done_copies = OMPI_OSC_GPUIC_DONE_COPIES;
     if (gpuic_cuda_mem_alloc(sizeof(d), &dev) != GPUIC_OK ||
         gpuic_cuda_memcpy(dev, &d, sizeof(d)) != GPUIC_OK) {
         gpuic_cuda_mem_free(dev);
@@ -312,7 +306,6 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
         pq.keys = q->keys;
         pq.cmpl = q->cmpl;
         pq.done = q->done;
-        pq.done_copies = OMPI_OSC_GPUIC_DONE_COPIES;
         rc = ompi_osc_gpuic_error(gpuic_proxy_add(proxy, &pq));
         q->attached = rc == OMPI_SUCCESS;
     }
