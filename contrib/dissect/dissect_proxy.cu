@@ -12,8 +12,8 @@
  * (gpuic_trace_calibrate.cuh); the CSV's comment lines give its offset and uncertainty.
  *
  * One process, one GPU, no MPI: the queue is built here the way osc_gpuic_devqueue.c builds a
- * window's queue (a ring created in a pinned block mapped into the device, publication by
- * head marker, the completion index and the staging areas behind it, the producer counters in
+ * window's queue (a tagged ring created in a pinned block mapped into the device, entries
+ * written and published in the same tagged stores, the completion index and the staging areas behind it, the producer counters in
  * device memory), next to a device window handle with one proxy-path target: a host-memory
  * region of this process reached by UCX loopback, as in gpuic_dissect's host path.  So the
  * proxy, the ring, the UCX calls and the device code are the library's; only the window setup

@@ -457,12 +457,15 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
         gpuic_wqe_hdr_t h;
         uint64_t t_fenced;
 
+        /* built first, its index filled in last: the loads of the payload overlap the
+         * reservation's round trip to device memory */
+        h = gpuic_dev_proxy_hdr(t, 0);
+        gpuic_wqe_build_put_inline(&wqe, &h, origin, (uint32_t)bytes, raddr, t->key);
         rc = gpuic_dev_proxy_reserve_warp(t, nbb, &seq);
         if (rc != MPI_SUCCESS) {
             return rc;
         }
-        h = gpuic_dev_proxy_hdr(t, seq);
-        gpuic_wqe_build_put_inline(&wqe, &h, origin, (uint32_t)bytes, raddr, t->key);
+        gpuic_wqe_set_index(&wqe, (uint16_t)seq);
         gpuic_dev_proxy_trace_open(q, seq, GPUIC_WQE_OP_RDMA_WRITE, bytes, t0);
         t_fenced = gpuic_dev_proxy_trace_now(); /* nothing staged: no fence */
         gpuic_dev_proxy_write(q, seq, &wqe, nbb);
