@@ -69,11 +69,22 @@ typedef struct gpuic_cuda_api {
                               unsigned int, unsigned int, unsigned int, CUstream, void **,
                               void **);
     CUresult (*thread_exchange_capture_mode)(CUstreamCaptureMode *);
+    CUresult (*func_get_attribute)(int *, CUfunction_attribute, CUfunction);
+#if CUDA_VERSION >= 12000
+    /* Optional (drivers of CUDA 12.0 and newer): NULL when absent, and launches go through
+     * launch_kernel without attributes. */
+    CUresult (*launch_kernel_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
+#endif
 } gpuic_cuda_api_t;
 
 static gpuic_cuda_api_t gpuic_cuda;
 static void *gpuic_cuda_lib;
 static int gpuic_cuda_loaded; /* 1 loaded, -1 failed, 0 not tried */
+#if CUDA_VERSION >= 12000
+/* Set once the driver refused a launch with the programmatic-dependent-launch attribute: every
+ * later launch goes without it (gpuic_cuda_launch). */
+static int gpuic_cuda_pdl_refused;
+#endif
 static pthread_mutex_t gpuic_cuda_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *gpuic_cuda_error(CUresult r)
@@ -134,6 +145,7 @@ static int gpuic_cuda_load(void)
         {"cuModuleGetFunction", (void **)&gpuic_cuda.module_get_function},
         {"cuLaunchKernel", (void **)&gpuic_cuda.launch_kernel},
         {"cuThreadExchangeStreamCaptureMode", (void **)&gpuic_cuda.thread_exchange_capture_mode},
+        {"cuFuncGetAttribute", (void **)&gpuic_cuda.func_get_attribute},
     };
     int count = 0;
 
@@ -152,6 +164,13 @@ static int gpuic_cuda_load(void)
             return -1;
         }
     }
+#if CUDA_VERSION >= 12000
+    *(void **)&gpuic_cuda.launch_kernel_ex = dlsym(gpuic_cuda_lib, "cuLaunchKernelEx");
+    if (gpuic_cuda.launch_kernel_ex == NULL) {
+        gpuic_log(GPUIC_LOG_DEBUG, "CUDA driver lacks cuLaunchKernelEx: kernels are launched "
+                  "without programmatic dependent launch");
+    }
+#endif
     if (gpuic_cuda.init(0) != CUDA_SUCCESS || gpuic_cuda.device_get_count(&count) != CUDA_SUCCESS ||
         count == 0) {
         gpuic_log(GPUIC_LOG_INFO, "CUDA driver present but no usable device");
@@ -572,14 +591,79 @@ gpuic_status_t gpuic_cuda_module_function(void *module, const char *name, void *
     return status;
 }
 
+int gpuic_cuda_function_arch(void *fn)
+{
+    int version = 0;
+
+    if (!gpuic_cuda_available() || fn == NULL ||
+        gpuic_cuda.func_get_attribute(&version, CU_FUNC_ATTRIBUTE_PTX_VERSION, (CUfunction)fn) !=
+            CUDA_SUCCESS) {
+        return 0;
+    }
+    return version;
+}
+
+#if CUDA_VERSION >= 12000
+/*
+ * Launches @p fn with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.  When the driver
+ * refuses the attribute (a driver, device or stream capture that does not support it: CUDA 12.0
+ * to 12.2 do not capture it), the kernel is launched once more without it, and so is every
+ * later one.  An invalid value counts as a refusal only if the launch without the attribute
+ * succeeds (otherwise the fault is the launch's own).  A capture that the refused launch
+ * invalidated stays invalidated: the retry reports it, and the next capture goes without.
+ */
+static gpuic_status_t gpuic_cuda_launch_pdl(CUfunction fn, unsigned grid, unsigned block,
+                                            CUstream stream, void **params)
+{
+    CUlaunchAttribute attr;
+    CUlaunchConfig cfg;
+    CUresult r, again;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.gridDimX = grid;
+    cfg.gridDimY = 1;
+    cfg.gridDimZ = 1;
+    cfg.blockDimX = block;
+    cfg.blockDimY = 1;
+    cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = 0;
+    cfg.hStream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    r = gpuic_cuda.launch_kernel_ex(&cfg, fn, params, NULL);
+    if (r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_NOT_PERMITTED &&
+        r != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && r != CUDA_ERROR_INVALID_VALUE) {
+        return gpuic_cuda_check(r, "cuLaunchKernelEx");
+    }
+    again = gpuic_cuda.launch_kernel(fn, grid, 1, 1, block, 1, 1, 0, stream, params, NULL);
+    if (again == CUDA_SUCCESS || r != CUDA_ERROR_INVALID_VALUE) {
+        __atomic_store_n(&gpuic_cuda_pdl_refused, 1, __ATOMIC_RELAXED);
+        gpuic_log(GPUIC_LOG_INFO, "cuLaunchKernelEx refused programmatic dependent launch (%s): "
+                  "kernels are launched without it from now on", gpuic_cuda_error(r));
+    }
+    return gpuic_cuda_check(again, "cuLaunchKernel");
+}
+#endif
+
 gpuic_status_t gpuic_cuda_launch(void *fn, unsigned grid, unsigned block, void *stream,
-                                 void *args)
+                                 void *args, unsigned flags)
 {
     void *params[1] = {args};
 
     if (!gpuic_cuda_available()) {
         return GPUIC_ERR_NO_DEVICE;
     }
+#if CUDA_VERSION >= 12000
+    if ((flags & GPUIC_CUDA_LAUNCH_PDL) && gpuic_cuda.launch_kernel_ex != NULL &&
+        !__atomic_load_n(&gpuic_cuda_pdl_refused, __ATOMIC_RELAXED)) {
+        return gpuic_cuda_launch_pdl((CUfunction)fn, grid, block, (CUstream)stream, params);
+    }
+#else
+    (void)flags;
+#endif
     return gpuic_cuda_check(gpuic_cuda.launch_kernel((CUfunction)fn, grid, 1, 1, block, 1, 1, 0,
                                                      (CUstream)stream, params, NULL),
                             "cuLaunchKernel");
@@ -693,10 +777,11 @@ gpuic_status_t gpuic_cuda_module_function(void *module, const char *name, void *
     *fn_p = NULL;
     return GPUIC_ERR_NO_DEVICE;
 }
+int gpuic_cuda_function_arch(void *fn) { (void)fn; return 0; }
 gpuic_status_t gpuic_cuda_launch(void *fn, unsigned grid, unsigned block, void *stream,
-                                 void *args)
+                                 void *args, unsigned flags)
 {
-    (void)fn; (void)grid; (void)block; (void)stream; (void)args;
+    (void)fn; (void)grid; (void)block; (void)stream; (void)args; (void)flags;
     return GPUIC_ERR_NO_DEVICE;
 }
 gpuic_status_t gpuic_cuda_device_address(const void *ptr, void **dptr_p)

@@ -165,12 +165,31 @@ void gpuic_cuda_module_unload(void *module);
 gpuic_status_t gpuic_cuda_module_function(void *module, const char *name, void **fn_p);
 
 /**
+ * The virtual architecture the code loaded for kernel @p fn was compiled for
+ * (CU_FUNC_ATTRIBUTE_PTX_VERSION: 90 for compute_90 or sm_90 code), i.e. __CUDA_ARCH__ / 10 as
+ * that code saw it; 0 when unknown.
+ */
+int gpuic_cuda_function_arch(void *fn);
+
+/**
+ * gpuic_cuda_launch() flag: programmatic dependent launch (PDL, sm_90 and newer).  The kernel is
+ * launched with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, so it may be scheduled
+ * before the kernel ahead of it on the stream has completed.  Only for kernels whose every
+ * thread executes griddepcontrol.wait before anything else (compiled for sm_90 or newer:
+ * gpuic_cuda_function_arch()).  Where the driver lacks cuLaunchKernelEx, or refuses the
+ * attribute (CUDA_ERROR_NOT_SUPPORTED and the like, e.g. a stream capture older than CUDA 12.3),
+ * the kernel is launched without it, and so is every later one of the process.
+ */
+#define GPUIC_CUDA_LAUNCH_PDL 0x1u
+
+/**
  * Launches kernel @p fn with @p grid blocks of @p block threads on @p stream (a CUstream or
  * cudaStream_t, including the legacy and per-thread default streams).  The kernel takes one
  * parameter, the structure @p args points to, copied at the call (and kept by a stream capture).
+ * @p flags: 0 or GPUIC_CUDA_LAUNCH_PDL.
  */
 gpuic_status_t gpuic_cuda_launch(void *fn, unsigned grid, unsigned block, void *stream,
-                                 void *args);
+                                 void *args, unsigned flags);
 
 /**
  * The address device code uses for @p ptr: @p ptr itself for device and managed memory, the

@@ -402,7 +402,7 @@ static int ompi_osc_gpuic_stream_launch(const ompi_osc_gpuic_stream_image_t *ima
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    return ompi_osc_gpuic_error(gpuic_cuda_launch(fn, grid, block, stream, args));
+    return ompi_osc_gpuic_error(gpuic_cuda_launch(fn, grid, block, stream, args, 0));
 }
 
 static int ompi_osc_gpuic_stream_host_access(void *m, int target, int *passive_p)
