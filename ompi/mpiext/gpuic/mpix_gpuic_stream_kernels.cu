@@ -1,8 +1,9 @@
 /*
  * The kernels behind the stream-triggered calls (MPIX_*_enqueue, mpix_gpuic_stream.c).  nvcc
  * builds them into a fatbin that is embedded in libmpix_gpuic and loaded once per context with
- * cuModuleLoadData; the host code launches them with cuLaunchKernel, so libmpix_gpuic links no
- * CUDA library.
+ * cuModuleLoadData; the host code launches them through the run-time-loaded driver
+ * (cuLaunchKernelEx with programmatic dependent launch where it can, else cuLaunchKernel), so
+ * libmpix_gpuic links no CUDA library.
  *
  * Each kernel is one enqueued call, and its body is made of device-API calls
  * (mpix_gpuic_device.cuh) on the window's device handle: whatever path the device API serves
@@ -13,6 +14,9 @@
  *
  * Kernels only read their arguments and the counters of their own sync block, so a stream
  * capture records them as they are and a graph may replay them any number of times.
+ *
+ * Every kernel begins with gpuic_dev_stream_prologue() or gpuic_dev_stream_prologue_waiting()
+ * (programmatic dependent launch, below).
  */
 #include <stdint.h>
 
@@ -21,6 +25,72 @@
 
 typedef mpix_gpuic_stream_rma_args_t rma_args_t;
 typedef mpix_gpuic_stream_sync_args_t sync_args_t;
+
+/* ---------------------------------------------------------------------------------------- */
+/* Programmatic dependent launch (PDL).                                                      */
+
+/*
+ * Compiled for sm_90 or newer, the kernels are launched with
+ * CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (osc_gpuic_stream.c decides by the
+ * architecture of the loaded code, MPIX_GPUIC_STREAM_PDL_ARCH; GPUIC_STREAM_PDL=0 turns it off):
+ * such a kernel may be scheduled as soon as the kernel ahead of it on the stream has triggered
+ * its dependents (griddepcontrol.launch_dependents in every block, or all its blocks exited),
+ * which hides the launch latency behind the previous kernel's end.  That changes nothing either
+ * observer of a kernel's boundary can see:
+ *
+ *  - The kernel itself.  Its threads execute griddepcontrol.wait before anything else, and it
+ *    returns once every prerequisite grid has completed and its memory operations are performed
+ *    and visible to this grid: what a plain launch guarantees at the kernel's first
+ *    instruction.  Only the trigger comes before it, and the trigger accesses no memory.
+ *  - The work after it on the stream.  The trigger only lets the next kernel be scheduled
+ *    early.  If that kernel is one of these, launched with the attribute, it waits in its own
+ *    prologue for this one to complete; anything else (a program's kernel launched without the
+ *    attribute, a copy, an event, a host synchronization, the next graph launch) keeps full
+ *    stream serialization and starts after this kernel has completed, so the kernel boundary
+ *    the flush and completion rules rely on (docs/streams.md) is where it was.
+ *
+ * Launched without the attribute (older drivers, GPUIC_STREAM_PDL=0) or with no kernel ahead,
+ * both instructions do nothing; compiled for an older architecture they are left out, and the
+ * component then launches without the attribute (a wait must never be missing under it).
+ *
+ * The one thing an early dependent costs is room: its blocks are resident, holding registers and
+ * thread slots, while they wait.  Harmless behind a kernel that completes on its own (the
+ * trigger fires only once all of that kernel's blocks have started, so they are not crowded
+ * out).  Not behind a kernel that waits for another process's kernel: a peer sharing the GPU
+ * (MPS) could find no room for the kernel that would signal us while our dependent holds it,
+ * waiting for us.  Fence, start and wait therefore begin with gpuic_dev_stream_prologue_waiting()
+ * and trigger (gpuic_dev_stream_trigger()) only after their last wait for a peer.  Kernels that
+ * wait for the proxy thread (proxy-path flushes and atomics) wait for the host, which needs no
+ * room on the GPU.
+ */
+__device__ static inline void gpuic_dev_stream_trigger(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= MPIX_GPUIC_STREAM_PDL_ARCH * 10
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* Waits until the kernels ahead on the stream have completed and their writes are visible. */
+__device__ static inline void gpuic_dev_stream_wait_prior(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= MPIX_GPUIC_STREAM_PDL_ARCH * 10
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/* The start of a kernel that completes without waiting for another process. */
+__device__ static inline void gpuic_dev_stream_prologue(void)
+{
+    gpuic_dev_stream_trigger();
+    gpuic_dev_stream_wait_prior();
+}
+
+/* The start of a kernel that waits for other processes (fence, start, wait): it triggers its
+ * dependents itself once those waits are over. */
+__device__ static inline void gpuic_dev_stream_prologue_waiting(void)
+{
+    gpuic_dev_stream_wait_prior();
+}
 
 /* The value, in bytes, of word @p index of a sync block: displacements on the sync handle. */
 __device__ static inline MPI_Aint sync_disp(size_t index)
@@ -99,6 +169,8 @@ __device__ static inline void rma_complete(uint32_t flags)
 
 extern "C" __global__ void mpix_gpuic_k_put(rma_args_t a)
 {
+    gpuic_dev_stream_prologue();
+
     uint64_t off = (uint64_t)blockIdx.x * a.chunk;
 
     if (off < a.bytes) {
@@ -112,6 +184,8 @@ extern "C" __global__ void mpix_gpuic_k_put(rma_args_t a)
 
 extern "C" __global__ void mpix_gpuic_k_get(rma_args_t a)
 {
+    gpuic_dev_stream_prologue();
+
     uint64_t off = (uint64_t)blockIdx.x * a.chunk;
 
     if (off < a.bytes) {
@@ -124,6 +198,7 @@ extern "C" __global__ void mpix_gpuic_k_get(rma_args_t a)
 
 extern "C" __global__ void mpix_gpuic_k_acc(rma_args_t a)
 {
+    gpuic_dev_stream_prologue();
     (void)MPIX_Accumulate_device_block((const void *)(uintptr_t)a.origin, a.count,
                                        (MPIX_Device_type)a.type, (MPIX_Device_op)a.op, a.target,
                                        a.disp, a.win);
@@ -132,6 +207,7 @@ extern "C" __global__ void mpix_gpuic_k_acc(rma_args_t a)
 
 extern "C" __global__ void mpix_gpuic_k_fop(rma_args_t a)
 {
+    gpuic_dev_stream_prologue();
     (void)MPIX_Fetch_and_op_device((const void *)(uintptr_t)a.origin,
                                    (void *)(uintptr_t)a.result, (MPIX_Device_type)a.type,
                                    (MPIX_Device_op)a.op, a.target, a.disp, a.win);
@@ -140,6 +216,9 @@ extern "C" __global__ void mpix_gpuic_k_fop(rma_args_t a)
 
 extern "C" __global__ void mpix_gpuic_k_cas(rma_args_t a)
 {
+    gpuic_dev_stream_prologue();
+
+    /* read after the prologue: a kernel ahead on the stream may produce them */
     uint64_t value = *(const volatile uint64_t *)(uintptr_t)a.origin;
     uint64_t compare = *(const volatile uint64_t *)(uintptr_t)a.compare;
 
@@ -155,6 +234,7 @@ extern "C" __global__ void mpix_gpuic_k_cas(rma_args_t a)
  */
 extern "C" __global__ void mpix_gpuic_k_copy_small(mpix_gpuic_stream_copy_args_t a)
 {
+    gpuic_dev_stream_prologue();
     gpuic_dev_copy((char *)(uintptr_t)a.dst, (const char *)(uintptr_t)a.src, a.bytes,
                    threadIdx.x, blockDim.x);
     rma_complete(a.flags);
@@ -166,16 +246,19 @@ extern "C" __global__ void mpix_gpuic_k_copy_small(mpix_gpuic_stream_copy_args_t
 /* The flushes take the small RMA argument block: a put + flush pair copies less per launch. */
 extern "C" __global__ void mpix_gpuic_k_flush(rma_args_t a)
 {
+    gpuic_dev_stream_prologue();
     (void)MPIX_Win_flush_device(a.target, a.win);
 }
 
 extern "C" __global__ void mpix_gpuic_k_flush_all(rma_args_t a)
 {
+    gpuic_dev_stream_prologue();
     (void)MPIX_Win_flush_all_device(a.win);
 }
 
 extern "C" __global__ void mpix_gpuic_k_flush_local(rma_args_t a)
 {
+    gpuic_dev_stream_prologue();
     (void)MPIX_Win_flush_local_device(a.target, a.win);
 }
 
@@ -193,6 +276,8 @@ extern "C" __global__ void mpix_gpuic_k_flush_local(rma_args_t a)
 
 extern "C" __global__ void mpix_gpuic_k_fence(sync_args_t a)
 {
+    gpuic_dev_stream_prologue_waiting();
+
     __shared__ uint64_t epoch;
     volatile uint64_t *counter = a.own + MPIX_GPUIC_SYNC_EPOCH(a.nranks);
 
@@ -209,11 +294,13 @@ extern "C" __global__ void mpix_gpuic_k_fence(sync_args_t a)
         sync_wait(a, MPIX_GPUIC_SYNC_FENCE(a.nranks, r), epoch);
     }
     __syncthreads();
+    gpuic_dev_stream_trigger();
 }
 
 /* Post: tell each origin of the group that this process's window is exposed to it. */
 extern "C" __global__ void mpix_gpuic_k_post(sync_args_t a)
 {
+    gpuic_dev_stream_prologue();
     for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
         if (group_has(a, r)) {
             volatile uint64_t *c = a.own + MPIX_GPUIC_SYNC_POSTS_TO(a.nranks, r);
@@ -228,6 +315,7 @@ extern "C" __global__ void mpix_gpuic_k_post(sync_args_t a)
 /* Start: wait for the matching post of each target of the group. */
 extern "C" __global__ void mpix_gpuic_k_start(sync_args_t a)
 {
+    gpuic_dev_stream_prologue_waiting();
     for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
         if (group_has(a, r)) {
             volatile uint64_t *c = a.own + MPIX_GPUIC_SYNC_STARTS_FROM(a.nranks, r);
@@ -238,11 +326,13 @@ extern "C" __global__ void mpix_gpuic_k_start(sync_args_t a)
         }
     }
     __syncthreads();
+    gpuic_dev_stream_trigger();
 }
 
 /* Complete: flush, then tell each target of the start group that this origin is done. */
 extern "C" __global__ void mpix_gpuic_k_complete(sync_args_t a)
 {
+    gpuic_dev_stream_prologue();
     sync_flush_all(a);
     for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
         if (group_has(a, r)) {
@@ -258,6 +348,7 @@ extern "C" __global__ void mpix_gpuic_k_complete(sync_args_t a)
 /* Wait: wait for the matching complete of each origin of the post group. */
 extern "C" __global__ void mpix_gpuic_k_wait(sync_args_t a)
 {
+    gpuic_dev_stream_prologue_waiting();
     for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
         if (group_has(a, r)) {
             volatile uint64_t *c = a.own + MPIX_GPUIC_SYNC_WAITS_FROM(a.nranks, r);
@@ -268,6 +359,7 @@ extern "C" __global__ void mpix_gpuic_k_wait(sync_args_t a)
         }
     }
     __syncthreads();
+    gpuic_dev_stream_trigger();
 }
 
 /*
@@ -277,6 +369,7 @@ extern "C" __global__ void mpix_gpuic_k_wait(sync_args_t a)
  */
 extern "C" __global__ void mpix_gpuic_k_lock_all(sync_args_t a)
 {
+    gpuic_dev_stream_prologue();
     for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
         if (group_has(a, r)) {
             (void)MPIX_Fetch_and_add_device(1, NULL, r, sync_disp(MPIX_GPUIC_SYNC_LOCK(a.nranks)),
@@ -288,6 +381,7 @@ extern "C" __global__ void mpix_gpuic_k_lock_all(sync_args_t a)
 /* Unlock_all: complete everything at the targets, then give the shared holds back. */
 extern "C" __global__ void mpix_gpuic_k_unlock_all(sync_args_t a)
 {
+    gpuic_dev_stream_prologue();
     sync_flush_all(a);
     for (int r = threadIdx.x; r < a.nranks; r += blockDim.x) {
         if (group_has(a, r)) {

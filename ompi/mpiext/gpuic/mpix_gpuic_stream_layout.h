@@ -69,6 +69,12 @@ extern "C" {
  *  host resolved (mpix_gpuic_k_copy_small); larger ones take the device API's block copy. */
 #define MPIX_GPUIC_STREAM_SMALL_BYTES 4096
 
+/** The kernels begin with the programmatic-dependent-launch prologue (griddepcontrol) when
+ *  compiled for this virtual architecture or a newer one (sm_90), and the component launches
+ *  them with the PDL attribute only when the code loaded for them is such code (its
+ *  CU_FUNC_ATTRIBUTE_PTX_VERSION). */
+#define MPIX_GPUIC_STREAM_PDL_ARCH 90
+
 /** Sync blocks whose addresses the synchronization kernels get in their arguments (the first
  *  ranks); the others' come from a device array. */
 #define MPIX_GPUIC_STREAM_INLINE_BLOCKS 32

@@ -7,7 +7,8 @@
  *    synchronization kernels reach them with the device API;
  *  - a host copy of what the window's device handle says of each target, for the checks made
  *    at enqueue time;
- *  - kernel launches through the run-time-loaded driver (modules loaded once per context).
+ *  - kernel launches through the run-time-loaded driver (modules loaded once per context),
+ *    with programmatic dependent launch where the loaded code allows it.
  */
 #include "ompi_config.h"
 
@@ -50,6 +51,8 @@ typedef struct ompi_osc_gpuic_stream_module {
     const void *image;
     void       *module;
     void       *fn[OMPI_OSC_GPUIC_STREAM_KERNELS];
+    /** per kernel: gpuic_cuda_launch() flags, written before fn[] is published */
+    unsigned   flags[OMPI_OSC_GPUIC_STREAM_KERNELS];
 } ompi_osc_gpuic_stream_module_t;
 
 static ompi_osc_gpuic_stream_module_t ompi_osc_gpuic_stream_modules[OMPI_OSC_GPUIC_STREAM_MODULES];
@@ -327,9 +330,27 @@ static int ompi_osc_gpuic_stream_buffer(const void *ptr, uint64_t *dptr_p)
     return OMPI_SUCCESS;
 }
 
-/* The loaded function of @p kernel for the current context, loading the image on first use. */
+/*
+ * The launch flags of a loaded kernel: programmatic dependent launch when the code loaded for it
+ * was compiled for MPIX_GPUIC_STREAM_PDL_ARCH or newer, the code that begins with the
+ * griddepcontrol prologue (mpix_gpuic_stream_kernels.cu; older code, or PTX of an older
+ * architecture JIT-compiled for a newer device, has none and must keep plain stream order),
+ * unless GPUIC_STREAM_PDL=0 in the environment turns it off (for comparison).
+ */
+static unsigned ompi_osc_gpuic_stream_flags(void *fn)
+{
+    const char *env = getenv("GPUIC_STREAM_PDL");
+
+    if (env != NULL && strcmp(env, "0") == 0) {
+        return 0;
+    }
+    return gpuic_cuda_function_arch(fn) >= MPIX_GPUIC_STREAM_PDL_ARCH ? GPUIC_CUDA_LAUNCH_PDL : 0;
+}
+
+/* The loaded function of @p kernel for the current context, loading the image on first use,
+ * and its launch flags. */
 static int ompi_osc_gpuic_stream_function(const ompi_osc_gpuic_stream_image_t *image,
-                                          int kernel, void **fn_p)
+                                          int kernel, void **fn_p, unsigned *flags_p)
 {
     ompi_osc_gpuic_stream_module_t *m = NULL;
     gpuic_status_t status;
@@ -350,6 +371,7 @@ static int ompi_osc_gpuic_stream_function(const ompi_osc_gpuic_stream_image_t *i
         if (m->ctx == ctx && m->image == image->image) {
             *fn_p = __atomic_load_n(&m->fn[kernel], __ATOMIC_ACQUIRE);
             if (*fn_p != NULL) {
+                *flags_p = m->flags[kernel];
                 return OMPI_SUCCESS;
             }
             break;
@@ -386,9 +408,11 @@ static int ompi_osc_gpuic_stream_function(const ompi_osc_gpuic_stream_image_t *i
         void *fn = NULL;
 
         status = gpuic_cuda_module_function(m->module, image->names[kernel], &fn);
+        m->flags[kernel] = fn != NULL ? ompi_osc_gpuic_stream_flags(fn) : 0;
         __atomic_store_n(&m->fn[kernel], fn, __ATOMIC_RELEASE);
     }
     *fn_p = m != NULL ? m->fn[kernel] : NULL;
+    *flags_p = m != NULL ? m->flags[kernel] : 0;
     pthread_mutex_unlock(&ompi_osc_gpuic_stream_modules_lock);
     return *fn_p != NULL ? OMPI_SUCCESS : ompi_osc_gpuic_error(status);
 }
@@ -397,12 +421,13 @@ static int ompi_osc_gpuic_stream_launch(const ompi_osc_gpuic_stream_image_t *ima
                                         unsigned grid, unsigned block, void *stream, void *args)
 {
     void *fn = NULL;
-    int rc = ompi_osc_gpuic_stream_function(image, kernel, &fn);
+    unsigned flags = 0;
+    int rc = ompi_osc_gpuic_stream_function(image, kernel, &fn, &flags);
 
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    return ompi_osc_gpuic_error(gpuic_cuda_launch(fn, grid, block, stream, args, 0));
+    return ompi_osc_gpuic_error(gpuic_cuda_launch(fn, grid, block, stream, args, flags));
 }
 
 static int ompi_osc_gpuic_stream_host_access(void *m, int target, int *passive_p)
