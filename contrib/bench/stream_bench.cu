@@ -24,9 +24,23 @@
  *   floor cudaMemcpyAsync_8B    cudaMemcpyAsync of 8 bytes device to device on the stream
  *   floor kernel_launch         an empty kernel launched on the stream, back to back (the
  *                               least any call that launches a kernel can cost per call)
+ *   floor kernel_launch_pdl     the same, launched with cudaLaunchKernelEx and programmatic
+ *                               stream serialization, the kernel beginning with the stream
+ *                               kernels' griddepcontrol prologue (what the enqueued calls'
+ *                               launches cost on sm_90+; GPUIC_STREAM_PDL=0 turns theirs off)
+ *   floor stream_write_value    cuStreamWriteValue32 to a device word, back to back (through
+ *                               cudaGetDriverEntryPoint; no row where unavailable)
+ *   floor graph_4_empty_kernels a captured graph of 4 empty kernels, replayed 1000 times, per
+ *                               replay (the least graph_epoch's 4 kernel nodes can cost)
+ *   floor graph_4_empty_kernels_pdl  the same, all 4 with the prologue and kernels 2 to 4
+ *                               launched with the attribute (programmatic edges throughout)
+ *   floor graph_4_empty_kernels_pdl_inner  the prologue and the attribute on kernels 2 and 3
+ *                               only: graph_epoch's shape (kernel, put, fence, kernel), whose
+ *                               first and last kernels are the program's, launched plainly
  *   floor pointer_attributes    cudaPointerGetAttributes on a device buffer (host time)
  *   ratio *                     the ratios the design aims at (printed, never enforced)
  */
+#include <cuda.h> /* cuStreamWriteValue32's types only: called through the runtime */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -108,6 +122,95 @@ __global__ void k_touch(uint64_t *p, uint64_t v)
 
 __global__ void k_empty(void)
 {
+}
+
+/* An empty kernel with the stream kernels' prologue (mpix_gpuic_stream_kernels.cu): let the next
+ * kernel be scheduled, then wait for the previous one. */
+__global__ void k_empty_pdl(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/* k_empty_pdl launched on @p s with programmatic stream serialization (cudaErrorNotSupported
+ * where the runtime predates the attribute). */
+static cudaError_t launch_empty_pdl(cudaStream_t s)
+{
+#if CUDART_VERSION >= 11080
+    cudaLaunchAttribute attr = {};
+    cudaLaunchConfig_t cfg = {};
+
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = dim3(1);
+    cfg.blockDim = dim3(32);
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, k_empty_pdl);
+#else
+    (void)s;
+    return cudaErrorNotSupported;
+#endif
+}
+
+/*
+ * Captures 4 empty kernels on @p s and returns the time per replay (graph_replay_us), or -1
+ * when the capture failed.  Kernel i is k_empty_pdl launched with the attribute (a programmatic
+ * edge from kernel i - 1) when bit i of @p pdl is set, k_empty_pdl launched plainly when only
+ * bit i of @p prologue is, and k_empty (a program's kernel) otherwise.
+ */
+static double graph_4_kernels_us(cudaStream_t s, unsigned prologue, unsigned pdl)
+{
+    cudaGraph_t graph = NULL;
+    size_t nodes;
+    bool ok = cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess;
+
+    for (int k = 0; ok && k < 4; ++k) {
+        if (pdl & (1u << k)) {
+            ok = launch_empty_pdl(s) == cudaSuccess;
+        } else if (prologue & (1u << k)) {
+            k_empty_pdl<<<1, 32, 0, s>>>();
+        } else {
+            k_empty<<<1, 32, 0, s>>>();
+        }
+    }
+    if (cudaStreamEndCapture(s, &graph) != cudaSuccess || !ok || graph == NULL) {
+        if (graph != NULL) cudaGraphDestroy(graph);
+        cudaGetLastError();
+        return -1;
+    }
+    return graph_replay_us(graph, s, false, &nodes);
+}
+
+/* cuStreamWriteValue32 from the driver, through the runtime (no -lcuda); NULL if unavailable. */
+typedef CUresult (*write_value32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+static write_value32_fn get_write_value32(void)
+{
+    void *fn = NULL;
+    cudaError_t rc;
+    bool found = true;
+
+#if CUDART_VERSION >= 12050
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    rc = cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault,
+                                          &q);
+    found = q == cudaDriverEntryPointSuccess;
+#elif CUDART_VERSION >= 12000
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    rc = cudaGetDriverEntryPoint("cuStreamWriteValue32", &fn, cudaEnableDefault, &q);
+    found = q == cudaDriverEntryPointSuccess;
+#else
+    rc = cudaGetDriverEntryPoint("cuStreamWriteValue32", &fn, cudaEnableDefault);
+#endif
+    if (rc != cudaSuccess || !found) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return (write_value32_fn)fn;
 }
 
 __global__ void k_touch_dev(uint64_t *p)
@@ -241,6 +344,44 @@ int main(int argc, char **argv)
         }
         cudaStreamSynchronize(s);
         row("floor", "kernel_launch", 0, (now_us() - t0) / iters, "us");
+        if (launch_empty_pdl(s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess) {
+            t0 = now_us();
+            for (int i = 0; i < iters; ++i) {
+                launch_empty_pdl(s);
+            }
+            cudaStreamSynchronize(s);
+            row("floor", "kernel_launch_pdl", 0, (now_us() - t0) / iters, "us");
+        }
+        cudaGetLastError();
+        {
+            write_value32_fn write_value32 = get_write_value32();
+            uint32_t *word = NULL;
+
+            if (write_value32 != NULL && cudaMalloc(&word, sizeof(*word)) == cudaSuccess &&
+                write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)word, 0, 0) == CUDA_SUCCESS &&
+                cudaStreamSynchronize(s) == cudaSuccess) {
+                t0 = now_us();
+                for (int i = 0; i < iters; ++i) {
+                    write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)word, (cuuint32_t)i, 0);
+                }
+                cudaStreamSynchronize(s);
+                row("floor", "stream_write_value", 4, (now_us() - t0) / iters, "us");
+            }
+            cudaGetLastError();
+            cudaFree(word);
+        }
+        {
+            /* kernels with the prologue, kernels launched with the attribute (bit 0: the first) */
+            static const struct { const char *name; unsigned prologue, pdl; } g4[] = {
+                {"graph_4_empty_kernels", 0x0, 0x0},
+                {"graph_4_empty_kernels_pdl", 0xf, 0xe},
+                {"graph_4_empty_kernels_pdl_inner", 0x6, 0x6},
+            };
+            for (size_t g = 0; g < sizeof(g4) / sizeof(g4[0]); ++g) {
+                double us = graph_4_kernels_us(s, g4[g].prologue, g4[g].pdl);
+                if (us >= 0) row("floor", g4[g].name, 0, us, "us");
+            }
+        }
         t0 = now_us();
         for (int i = 0; i < iters; ++i) {
             cudaPointerAttributes pa;
