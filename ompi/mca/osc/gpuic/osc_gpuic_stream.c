@@ -337,14 +337,16 @@ static int ompi_osc_gpuic_stream_buffer(const void *ptr, uint64_t *dptr_p)
  * architecture JIT-compiled for a newer device, has none and must keep plain stream order),
  * unless GPUIC_STREAM_PDL=0 in the environment turns it off (for comparison).
  */
-static unsigned ompi_osc_gpuic_stream_flags(void *fn)
+static unsigned ompi_osc_gpuic_stream_flags(const char *name, void *fn)
 {
     const char *env = getenv("GPUIC_STREAM_PDL");
+    int arch = gpuic_cuda_function_arch(fn);
+    bool off = env != NULL && strcmp(env, "0") == 0;
+    bool pdl = !off && arch >= MPIX_GPUIC_STREAM_PDL_ARCH;
 
-    if (env != NULL && strcmp(env, "0") == 0) {
-        return 0;
-    }
-    return gpuic_cuda_function_arch(fn) >= MPIX_GPUIC_STREAM_PDL_ARCH ? GPUIC_CUDA_LAUNCH_PDL : 0;
+    gpuic_log(GPUIC_LOG_DEBUG, "stream kernel %s: code for compute_%d, programmatic dependent "
+              "launch %s", name, arch, pdl ? "on" : off ? "off (GPUIC_STREAM_PDL=0)" : "off");
+    return pdl ? GPUIC_CUDA_LAUNCH_PDL : 0;
 }
 
 /* The loaded function of @p kernel for the current context, loading the image on first use,
@@ -408,7 +410,7 @@ static int ompi_osc_gpuic_stream_function(const ompi_osc_gpuic_stream_image_t *i
         void *fn = NULL;
 
         status = gpuic_cuda_module_function(m->module, image->names[kernel], &fn);
-        m->flags[kernel] = fn != NULL ? ompi_osc_gpuic_stream_flags(fn) : 0;
+        m->flags[kernel] = fn != NULL ? ompi_osc_gpuic_stream_flags(image->names[kernel], fn) : 0;
         __atomic_store_n(&m->fn[kernel], fn, __ATOMIC_RELEASE);
     }
     *fn_p = m != NULL ? m->fn[kernel] : NULL;
