@@ -414,24 +414,6 @@ gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t le
     return status;
 }
 
-gpuic_status_t gpuic_cuda_copy_warm(const void *dev, void *host)
-{
-    void *scratch = NULL;
-    gpuic_status_t status = gpuic_cuda_mem_alloc(64, &scratch);
-
-    if (status == GPUIC_OK) {
-        status = gpuic_cuda_copy_independent(host, dev, 8);
-    }
-    if (status == GPUIC_OK) {
-        status = gpuic_cuda_copy_independent(scratch, host, 8);
-    }
-    if (status == GPUIC_OK) {
-        status = gpuic_cuda_copy_independent(scratch, dev, 8);
-    }
-    gpuic_cuda_mem_free(scratch);
-    return status;
-}
-
 gpuic_status_t gpuic_cuda_memset(void *dptr, int byte, size_t len)
 {
     if (!gpuic_cuda_available()) {
@@ -743,12 +725,6 @@ int gpuic_cuda_ptr_on_current_device(const void *ptr) { (void)ptr; return 0; }
 gpuic_status_t gpuic_cuda_memcpy(void *dst, const void *src, size_t len)
 {
     (void)dst; (void)src; (void)len;
-    return GPUIC_ERR_NO_DEVICE;
-}
-gpuic_status_t gpuic_cuda_copy_warm(const void *dev, void *host)
-{
-    (void)dev;
-    (void)host;
     return GPUIC_ERR_NO_DEVICE;
 }
 gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t len)

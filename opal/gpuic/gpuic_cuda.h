@@ -109,18 +109,6 @@ gpuic_status_t gpuic_cuda_memcpy(void *dst, const void *src, size_t len);
  */
 gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t len);
 
-/**
- * Makes, once, the kinds of copy gpuic_cuda_copy_independent() will make between device memory
- * @p dev (read only: 8 bytes are read there) and pinned host memory @p host (8 bytes written):
- * device to host, host to device and device to device, the last two into scratch memory of the
- * current device.  The driver may load what a kind of copy needs on its first use, and such a
- * load may wait for every kernel running in the context (lazy loading); a copy the proxy makes
- * for a kernel that waits for it must not be the first of its kind, or the two wait for each
- * other until the kernel's wait times out.
- * @return GPUIC_OK, GPUIC_ERR_NO_DEVICE or GPUIC_ERR_NO_MEMORY.
- */
-gpuic_status_t gpuic_cuda_copy_warm(const void *dev, void *host);
-
 /** Fills @p len bytes of device memory with @p byte. */
 gpuic_status_t gpuic_cuda_memset(void *dptr, int byte, size_t len);
 

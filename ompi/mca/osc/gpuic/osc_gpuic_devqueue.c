@@ -229,7 +229,7 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
     ompi_osc_gpuic_devqueue_t *q = NULL;
     gpuic_proxy_queue_t pq = {0};
     gpuic_proxy_t *proxy;
-    bool need = false, warmed = false;
+    bool need = false;
 
     if (module->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
         return OMPI_SUCCESS; /* attached regions are not reachable from device code */
@@ -268,13 +268,6 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
             /* forced: data through the proxy's copies over our mapping, atomics on it */
             rc = ompi_osc_gpuic_devqueue_key(module, q, i, GPUIC_KEYTABLE_DIRECT_COPY);
             dp->flags |= MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P | MPIX_GPUIC_DEVICE_PEER_LOADS;
-            if (rc == OMPI_SUCCESS && !warmed) {
-                /* now, while no kernel waits for the proxy (gpuic_cuda_copy_warm()); the first
-                 * staging area is scratch until the first entry */
-                warmed = gpuic_cuda_copy_warm(peer->win.direct,
-                                              (char *)q->done + OMPI_OSC_GPUIC_DONE_LINE) ==
-                         GPUIC_OK;
-            }
         } else if (peer->win.gpu) {
             continue; /* device memory on another node: not reachable yet */
         } else if (c->direct && peer->win.direct != NULL) {
