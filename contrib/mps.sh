@@ -11,9 +11,15 @@ pipe=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/gpuic-mps}
 logd=${CUDA_MPS_LOG_DIRECTORY:-/tmp/gpuic-mps-log}
 exports="export CUDA_MPS_PIPE_DIRECTORY=$pipe CUDA_MPS_LOG_DIRECTORY=$logd"
 
+# The daemon's pids.  By command line: its process name is cut to 15 characters
+# ("nvidia-cuda-mps"), so pgrep -x nvidia-cuda-mps-control never matches it.
+mps_pids() {
+    pgrep -f '^nvidia-cuda-mps-control' 2>/dev/null
+}
+
 wait_gone() {
     for _ in $(seq 50); do
-        pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1 || return 0
+        [ -n "$(mps_pids)" ] || return 0
         sleep 0.1
     done
 }
@@ -23,14 +29,14 @@ start)
     command -v nvidia-cuda-mps-control >/dev/null 2>&1 || exit 0
     [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -eq 1 ] || [ "${GPUIC_MPS_ANY_GPUS:-0}" = 1 ] ||
         exit 0
-    if [ -f "$pipe/.started-by-gpuic" ] && pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1; then
+    if [ -f "$pipe/.started-by-gpuic" ] && [ -n "$(mps_pids)" ]; then
         echo "$exports" # ours, still running
         exit 0
     fi
     # someone else's daemon (or ours, its marker gone): use it, through the pipe directory it
     # was started with; clients looking in another directory would run without MPS, their
     # kernels time-sliced (a cross-process ping-pong then takes milliseconds)
-    pid=$(pgrep -x nvidia-cuda-mps-control 2>/dev/null | head -1)
+    pid=$(mps_pids | head -1)
     if [ -n "$pid" ]; then
         dir=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null |
               sed -n 's/^CUDA_MPS_PIPE_DIRECTORY=//p')

@@ -33,7 +33,8 @@ mpirun=(mpirun -np 2 --oversubscribe --bind-to none)
 
 eval "$("$top/contrib/mps.sh" start)"
 [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mpirun+=(-x CUDA_MPS_PIPE_DIRECTORY)
-if pgrep -x nvidia-cuda-mps-control >/dev/null 2>&1; then
+# by command line: the daemon's process name is cut to 15 characters
+if pgrep -f '^nvidia-cuda-mps-control' >/dev/null 2>&1; then
     echo "MPS: daemon running, pipe directory ${CUDA_MPS_PIPE_DIRECTORY:-default (/tmp/nvidia-mps)}"
 else
     echo "MPS: NOT running: the two ranks' kernels are time-sliced, so rows where both spin" \
