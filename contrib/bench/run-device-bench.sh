@@ -90,7 +90,7 @@ fi
 
 echo "== register cost"
 nvcc -arch=sm_90 -O2 -DOMPI_SKIP_MPICXX $(mpicc --showme:compile) -I"$top/ompi/mpiext/gpuic" \
-    -I"$build/ompi/mpiext/gpuic" -Xptxas -v -c "$top/contrib/bench/regcount.cu" -o /dev/null 2>&1 |
+    -I"$build/ompi/mpiext/gpuic" -I"$top/opal" -Xptxas -v -c "$top/contrib/bench/regcount.cu" -o /dev/null 2>&1 |
     awk '/Compiling entry/ {k=$0; sub(/.*entry function .?/, "", k); sub(/. for.*/, "", k)}
          /Used [0-9]+ registers/ {print k ": " $5 " registers"}' | tee "$out/registers.txt"
 

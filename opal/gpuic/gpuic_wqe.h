@@ -344,19 +344,6 @@ static inline GPUIC_HOST_DEVICE unsigned gpuic_wqe_build_put_inline(gpuic_wqe_t 
     return gpuic_wqe_ds_to_bb(ds);
 }
 
-/**
- * Sets the producer index of a built WQE (bits 23:8 of its control segment): a producer that
- * learns its slot only after building (a GPU thread overlapping the build, and the loads of
- * its payload, with its reservation) fills it in last.
- */
-static inline GPUIC_HOST_DEVICE void gpuic_wqe_set_index(gpuic_wqe_t *wqe, uint16_t wqe_index)
-{
-    gpuic_wqe_ctrl_seg_t *seg = (gpuic_wqe_ctrl_seg_t *)gpuic_wqe_seg(wqe, 0);
-    uint32_t oio = gpuic_be32toh(seg->opmod_idx_opcode);
-
-    seg->opmod_idx_opcode = gpuic_htobe32((oio & 0xff0000ffu) | ((uint32_t)wqe_index << 8));
-}
-
 /** Builds a get of len bytes from raddr into [laddr, laddr+len). */
 static inline GPUIC_HOST_DEVICE unsigned gpuic_wqe_build_get(gpuic_wqe_t *wqe,
                                                              const gpuic_wqe_hdr_t *h,

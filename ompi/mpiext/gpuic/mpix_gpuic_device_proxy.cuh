@@ -378,6 +378,10 @@ __device__ static inline void gpuic_dev_proxy_write(MPIX_Gpuic_device_queue *q, 
         uint64_t *dst = q->tagged + ((seq + b) & mask) * GPUIC_RING_TAGGED_WORDS;
         const uint64_t *src = &wqe->words[b * (GPUIC_WQE_BB_SIZE / 8)];
 
+        /* not unrolled whole: the entry then stays in local memory (L1) instead of taking
+         * registers from the caller's kernel (regcount.cu: 32 registers with a put, 48 fully
+         * unrolled, 40 before the tagged ring) */
+#pragma unroll 2
         for (unsigned i = 0; i < GPUIC_WQE_BB_SIZE / 8; ++i) {
             /* word 2i holds bytes 8i .. 8i+3, word 2i+1 bytes 8i+4 .. 8i+7 (little-endian) */
             uint64_t w = src[i];
@@ -457,15 +461,12 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
         gpuic_wqe_hdr_t h;
         uint64_t t_fenced;
 
-        /* built first, its index filled in last: the loads of the payload overlap the
-         * reservation's round trip to device memory */
-        h = gpuic_dev_proxy_hdr(t, 0);
-        gpuic_wqe_build_put_inline(&wqe, &h, origin, (uint32_t)bytes, raddr, t->key);
         rc = gpuic_dev_proxy_reserve_warp(t, nbb, &seq);
         if (rc != MPI_SUCCESS) {
             return rc;
         }
-        gpuic_wqe_set_index(&wqe, (uint16_t)seq);
+        h = gpuic_dev_proxy_hdr(t, seq);
+        gpuic_wqe_build_put_inline(&wqe, &h, origin, (uint32_t)bytes, raddr, t->key);
         gpuic_dev_proxy_trace_open(q, seq, GPUIC_WQE_OP_RDMA_WRITE, bytes, t0);
         t_fenced = gpuic_dev_proxy_trace_now(); /* nothing staged: no fence */
         gpuic_dev_proxy_write(q, seq, &wqe, nbb);
