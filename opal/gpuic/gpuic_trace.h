@@ -142,6 +142,29 @@ static inline GPUIC_HOST_DEVICE gpuic_trace_record_t *gpuic_trace_record(gpuic_t
 }
 
 /**
+ * Producer: gpuic_trace_open() without clearing the other stages, for a producer whose stores
+ * nothing orders before the consumer's stamps (a GPU thread publishing an entry without a
+ * fence): the record's other stages must already be zero (a fresh trace, no record used
+ * twice).  Returns the record, or NULL when the view has none.
+ */
+static inline GPUIC_HOST_DEVICE gpuic_trace_record_t *gpuic_trace_open_fields(
+    gpuic_trace_view_t v, uint64_t seq, uint8_t opcode, uint32_t len, gpuic_trace_clock_t clock,
+    uint64_t t_issue)
+{
+    gpuic_trace_record_t *r = gpuic_trace_record(v, seq);
+
+    if (r != NULL) {
+        r->t[GPUIC_TRACE_ISSUE] = t_issue;
+        r->seq = seq + 1;
+        r->len = len;
+        r->opcode = opcode;
+        r->clock = (uint8_t)clock;
+        r->reserved = 0;
+    }
+    return r;
+}
+
+/**
  * Producer: starts the record of the WQE at @p seq, stamping GPUIC_TRACE_ISSUE with @p t_issue
  * (read with gpuic_trace_now() when the operation was called, before its reservation) and
  * clearing the other stages.  @p clock says which clock the producer reads.
@@ -159,12 +182,7 @@ static inline GPUIC_HOST_DEVICE void gpuic_trace_open(gpuic_trace_view_t v, uint
     for (unsigned i = 1; i < GPUIC_TRACE_NSTAGES; ++i) {
         r->t[i] = 0;
     }
-    r->t[GPUIC_TRACE_ISSUE] = t_issue;
-    r->seq = seq + 1;
-    r->len = len;
-    r->opcode = opcode;
-    r->clock = (uint8_t)clock;
-    r->reserved = 0;
+    gpuic_trace_open_fields(v, seq, opcode, len, clock, t_issue);
 }
 
 /**

@@ -127,20 +127,12 @@ __device__ static inline void gpuic_dev_proxy_trace_open(const MPIX_Gpuic_device
                                                          size_t len, uint64_t t_issue)
 {
 #ifdef MPIX_GPUIC_DEVICE_TRACE
-    gpuic_trace_view_t v = gpuic_dev_proxy_trace_view(q);
+    gpuic_trace_record_t *r = gpuic_trace_open_fields(gpuic_dev_proxy_trace_view(q), seq,
+                                                      opcode, (uint32_t)len,
+                                                      GPUIC_TRACE_CLOCK_DEVICE, t_issue);
 
-    if (v.records != NULL) {
-        uint64_t t = MPIX_GPUIC_DEVICE_TRACE_CLOCK();
-
-        gpuic_trace_record_t *r = gpuic_trace_record(v, seq);
-
-        r->t[GPUIC_TRACE_ISSUE] = t_issue;
-        r->t[GPUIC_TRACE_WRITTEN] = t;
-        r->seq = seq + 1;
-        r->len = (uint32_t)len;
-        r->opcode = opcode;
-        r->clock = (uint8_t)GPUIC_TRACE_CLOCK_DEVICE;
-        r->reserved = 0;
+    if (r != NULL) {
+        r->t[GPUIC_TRACE_WRITTEN] = MPIX_GPUIC_DEVICE_TRACE_CLOCK();
     }
 #else
     (void)q, (void)seq, (void)opcode, (void)len, (void)t_issue;
