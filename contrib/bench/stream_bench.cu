@@ -106,6 +106,19 @@ static double graph_replay_us(cudaGraph_t graph, cudaStream_t s, bool together, 
     return us;
 }
 
+/* Time per call of @p enqueue(i), called @p iters times back to back, with one stream
+ * synchronization of @p s at the end (what the GPU's work costs once the queue is full). */
+template <typename F> static double per_call_us(cudaStream_t s, int iters, F enqueue)
+{
+    double t0 = now_us();
+
+    for (int i = 0; i < iters; ++i) {
+        enqueue(i);
+    }
+    cudaStreamSynchronize(s);
+    return (now_us() - t0) / iters;
+}
+
 static void must(int rc, const char *what)
 {
     if (rc != MPI_SUCCESS) {
@@ -272,19 +285,13 @@ int main(int argc, char **argv)
             must(MPIX_Win_flush_enqueue(peer, win, s), "flush");
         }
         cudaStreamSynchronize(s);
-        t0 = now_us();
-        for (int i = 0; i < iters; ++i) {
-            MPIX_Put_enqueue(src, 8, MPI_BYTE, peer, (i % 1024) * 8, 8, MPI_BYTE, win, s);
-        }
-        cudaStreamSynchronize(s);
-        row("gpuic", "stream_put", 8, (now_us() - t0) / iters, "us");
-        t0 = now_us();
-        for (int i = 0; i < iters; ++i) {
+        row("gpuic", "stream_put", 8, per_call_us(s, iters, [&](int i) {
+                MPIX_Put_enqueue(src, 8, MPI_BYTE, peer, (i % 1024) * 8, 8, MPI_BYTE, win, s);
+            }), "us");
+        put_flush = per_call_us(s, iters, [&](int i) {
             MPIX_Put_enqueue(src, 8, MPI_BYTE, peer, (i % 1024) * 8, 8, MPI_BYTE, win, s);
             MPIX_Win_flush_enqueue(peer, win, s);
-        }
-        cudaStreamSynchronize(s);
-        put_flush = (now_us() - t0) / iters;
+        });
         row("gpuic", "stream_put_flush", 8, put_flush, "us");
 
         /* the host's part alone: batches short enough that no call waits for the GPU */
@@ -330,27 +337,16 @@ int main(int argc, char **argv)
         /* floor: a stream-ordered copy of the same size */
         cudaMemcpyAsync(dst, src, 8, cudaMemcpyDeviceToDevice, s);
         cudaStreamSynchronize(s);
-        t0 = now_us();
-        for (int i = 0; i < iters; ++i) {
-            cudaMemcpyAsync(dst + (i % 512), src, 8, cudaMemcpyDeviceToDevice, s);
-        }
-        cudaStreamSynchronize(s);
-        row("floor", "cudaMemcpyAsync_8B", 8, (now_us() - t0) / iters, "us");
+        row("floor", "cudaMemcpyAsync_8B", 8, per_call_us(s, iters, [&](int i) {
+                cudaMemcpyAsync(dst + (i % 512), src, 8, cudaMemcpyDeviceToDevice, s);
+            }), "us");
         k_empty<<<1, 32, 0, s>>>();
         cudaStreamSynchronize(s);
-        t0 = now_us();
-        for (int i = 0; i < iters; ++i) {
-            k_empty<<<1, 32, 0, s>>>();
-        }
-        cudaStreamSynchronize(s);
-        row("floor", "kernel_launch", 0, (now_us() - t0) / iters, "us");
+        row("floor", "kernel_launch", 0,
+            per_call_us(s, iters, [&](int) { k_empty<<<1, 32, 0, s>>>(); }), "us");
         if (launch_empty_pdl(s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess) {
-            t0 = now_us();
-            for (int i = 0; i < iters; ++i) {
-                launch_empty_pdl(s);
-            }
-            cudaStreamSynchronize(s);
-            row("floor", "kernel_launch_pdl", 0, (now_us() - t0) / iters, "us");
+            row("floor", "kernel_launch_pdl", 0,
+                per_call_us(s, iters, [&](int) { launch_empty_pdl(s); }), "us");
         }
         cudaGetLastError();
         {
@@ -360,12 +356,10 @@ int main(int argc, char **argv)
             if (write_value32 != NULL && cudaMalloc(&word, sizeof(*word)) == cudaSuccess &&
                 write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)word, 0, 0) == CUDA_SUCCESS &&
                 cudaStreamSynchronize(s) == cudaSuccess) {
-                t0 = now_us();
-                for (int i = 0; i < iters; ++i) {
-                    write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)word, (cuuint32_t)i, 0);
-                }
-                cudaStreamSynchronize(s);
-                row("floor", "stream_write_value", 4, (now_us() - t0) / iters, "us");
+                row("floor", "stream_write_value", 4, per_call_us(s, iters, [&](int i) {
+                        write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)word, (cuuint32_t)i,
+                                      0);
+                    }), "us");
             }
             cudaGetLastError();
             cudaFree(word);
@@ -412,18 +406,13 @@ int main(int argc, char **argv)
         for (int i = 0; i < 100; ++i) MPIX_Win_fence_enqueue(0, win, s);
         cudaStreamSynchronize(s);
         MPI_Barrier(MPI_COMM_WORLD);
-        t0 = now_us();
-        for (int i = 0; i < n; ++i) MPIX_Win_fence_enqueue(0, win, s);
-        cudaStreamSynchronize(s);
-        row("gpuic", "stream_fence_epoch", 0, (now_us() - t0) / n, "us");
+        row("gpuic", "stream_fence_epoch", 0,
+            per_call_us(s, n, [&](int) { MPIX_Win_fence_enqueue(0, win, s); }), "us");
         MPI_Barrier(MPI_COMM_WORLD);
-        t0 = now_us();
-        for (int i = 0; i < n; ++i) {
-            MPIX_Put_enqueue(src, 8, MPI_BYTE, peer, (i % 1024) * 8, 8, MPI_BYTE, win, s);
-            MPIX_Win_fence_enqueue(0, win, s);
-        }
-        cudaStreamSynchronize(s);
-        row("gpuic", "stream_put_fence_epoch", 8, (now_us() - t0) / n, "us");
+        row("gpuic", "stream_put_fence_epoch", 8, per_call_us(s, n, [&](int i) {
+                MPIX_Put_enqueue(src, 8, MPI_BYTE, peer, (i % 1024) * 8, 8, MPI_BYTE, win, s);
+                MPIX_Win_fence_enqueue(0, win, s);
+            }), "us");
 
         /* one epoch captured, replayed */
         cudaGraph_t graph;

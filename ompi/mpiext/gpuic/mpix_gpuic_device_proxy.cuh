@@ -24,7 +24,7 @@
  *     for the stores before it), and producers never wait for one another (a doorbell advanced
  *     in reservation order would chain every producer behind the slowest).  Only an entry that
  *     points to a staged payload needs a fence, between the payload and the entry's words;
- *  4. complete: the proxy stores its completion index (pinned host memory) after each round;
+ *  3. complete: the proxy stores its completion index (pinned host memory) after each round;
  *     a thread waiting for an entry, a result or a flush reads it with system-scope acquire.
  * Payloads of up to GPUIC_WQE_MAX_INLINE bytes travel inside the entry; larger ones, and
  * every result, go through the slot's staging area.
