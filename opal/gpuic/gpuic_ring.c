@@ -133,6 +133,17 @@ unsigned gpuic_ring_peek(gpuic_ring_t *ring, gpuic_wqe_t *wqe, uint64_t *seq_p)
                                  seq_p);
 }
 
+/* Blocks the WQE whose first block is in @p wqe claims (its DS), at least 1, at most
+ * GPUIC_WQE_MAX_BB and what is published from @p seq on (below @p published). */
+static unsigned gpuic_ring_claimed_bb(const gpuic_wqe_t *wqe, uint64_t seq, uint64_t published)
+{
+    const gpuic_wqe_ctrl_seg_t *ctrl = (const gpuic_wqe_ctrl_seg_t *)wqe;
+    unsigned nbb = gpuic_wqe_ds_to_bb(gpuic_be32toh(ctrl->qpn_ds) & 0xff);
+
+    nbb = nbb == 0 ? 1 : (nbb > GPUIC_WQE_MAX_BB ? GPUIC_WQE_MAX_BB : nbb);
+    return nbb > published - seq ? (unsigned)(published - seq) : nbb;
+}
+
 /*
  * Copies the tagged block at @p seq into @p dst when every word of it carries @p tag; false
  * when one does not (not written yet, written only in part, or another block).  Each word is
@@ -162,7 +173,6 @@ static unsigned gpuic_ring_peek_tagged(gpuic_ring_t *ring, uint64_t published, g
                                        uint64_t *seq_p)
 {
     uint64_t seq = gpuic_atomic_load_relaxed_u64(&ring->cursor);
-    const gpuic_wqe_ctrl_seg_t *ctrl = (const gpuic_wqe_ctrl_seg_t *)wqe;
     gpuic_wqe_t next;
     unsigned nbb;
 
@@ -178,11 +188,7 @@ static unsigned gpuic_ring_peek_tagged(gpuic_ring_t *ring, uint64_t published, g
         memset(wqe->bytes, 0xff, GPUIC_WQE_SEG_SIZE);
         return 1;
     }
-    nbb = gpuic_wqe_ds_to_bb(gpuic_be32toh(ctrl->qpn_ds) & 0xff);
-    nbb = nbb == 0 ? 1 : (nbb > GPUIC_WQE_MAX_BB ? GPUIC_WQE_MAX_BB : nbb);
-    if (nbb > published - seq) {
-        nbb = (unsigned)(published - seq);
-    }
+    nbb = gpuic_ring_claimed_bb(wqe, seq, published);
     for (unsigned b = 1; b < nbb; ++b) {
         if (gpuic_ring_tagged_read(ring, seq + b, gpuic_ring_tag(seq + b, 1),
                                    wqe->bytes + b * GPUIC_WQE_BB_SIZE)) {
@@ -203,9 +209,8 @@ unsigned gpuic_ring_peek_below(gpuic_ring_t *ring, uint64_t published, gpuic_wqe
 {
     /* Only the consumer writes the read index, so a relaxed read of it is exact. */
     uint64_t seq = gpuic_atomic_load_relaxed_u64(&ring->cursor);
-    const gpuic_wqe_ctrl_seg_t *ctrl = (const gpuic_wqe_ctrl_seg_t *)wqe;
     uint64_t marker;
-    unsigned nbb, ds;
+    unsigned nbb;
 
     if (ring->tagged != NULL) {
         return gpuic_ring_peek_tagged(ring, published, wqe, seq_p);
@@ -225,17 +230,7 @@ unsigned gpuic_ring_peek_below(gpuic_ring_t *ring, uint64_t published, gpuic_wqe
         memset(wqe->bytes, 0xff, GPUIC_WQE_SEG_SIZE);
         return 1;
     }
-    ds = gpuic_be32toh(ctrl->qpn_ds) & 0xff;
-    nbb = gpuic_wqe_ds_to_bb(ds);
-    if (nbb == 0) {
-        nbb = 1;
-    }
-    if (nbb > GPUIC_WQE_MAX_BB) {
-        nbb = GPUIC_WQE_MAX_BB;
-    }
-    if (nbb > published - seq) {
-        nbb = (unsigned)(published - seq);
-    }
+    nbb = gpuic_ring_claimed_bb(wqe, seq, published);
     for (unsigned b = 1; b < nbb; ++b) {
         if (gpuic_ring_slot_marker(ring, seq + b) != gpuic_ring_marker(seq + b, 1)) {
             nbb = b; /* the next WQE starts here: DS claimed more than was written */
