@@ -29,6 +29,8 @@
  *   gpuic get_bw              the same with MPIX_Get_device_block (remote loads; P2P runs)
  *   floor ipc_store_pingpong  raw stores + fence through the same CUDA IPC mapping, one way
  *   floor gpu_cpu_gpu_rtt     kernel -> host thread -> kernel through mapped pinned memory
+ *                             (_acquire: relaxed store, acquire loads, as the proxy path;
+ *                             _relaxed: relaxed store and loads)
  *   floor cudaMemcpy_8B       host cudaMemcpy of 8 bytes device to peer device
  *   floor cudaMemcpyPeer_bw   (--memcpy-peer, two GPUs) cudaMemcpyPeerAsync from rank 0's GPU
  *                             to the next GPU, peer access enabled, 8 B .. --max-bytes
@@ -292,16 +294,31 @@ __global__ void k_raw_pingpong(volatile uint64_t *mine, volatile uint64_t *their
     *ns = now_ns() - t0;
 }
 
-/* Raw floor: kernel writes a request into mapped host memory, a host thread answers. */
-__global__ void k_gpu_cpu(volatile uint64_t *req, volatile uint64_t *resp, int iters,
-                          uint64_t *ns)
+/* Raw floor: kernel writes a request into mapped host memory, a host thread answers.  Three
+ * ways of doing the kernel's side (rows gpu_cpu_gpu_rtt*): 0, a volatile store, a system
+ * fence, volatile loads until the answer; 1, what the proxy path does: a relaxed system-scope
+ * store (no fence) and acquire loads until the answer; 2, a relaxed store and relaxed loads. */
+__global__ void k_gpu_cpu(uint64_t *req, uint64_t *resp, int iters, int mode, uint64_t *ns)
 {
     uint64_t t0 = now_ns();
     for (uint64_t r = 1; r <= (uint64_t)iters; ++r) {
-        *req = r;
-        __threadfence_system();
-        while (*resp < r) {
+        uint64_t v;
+
+        if (mode == 0) {
+            *(volatile uint64_t *)req = r;
+            __threadfence_system();
+            while (*(volatile uint64_t *)resp < r) {
+            }
+            continue;
         }
+        asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(req), "l"(r) : "memory");
+        do {
+            if (mode == 1) {
+                asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(resp) : "memory");
+            } else {
+                asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(resp) : "memory");
+            }
+        } while (v < r);
     }
     *ns = now_ns() - t0;
 }
@@ -612,13 +629,19 @@ int main(int argc, char **argv)
         memset(hostw, 0, 128);
         cudaHostGetDevicePointer(&d_hostw, hostw, 0);
         int n = iters / 10;
-        struct echo_arg a = {hostw, hostw + 8, n};
-        pthread_t th;
-        pthread_create(&th, NULL, echo_thread, &a);
-        k_gpu_cpu<<<1, 1>>>(d_hostw, d_hostw + 8, n, d_ns);
-        uint64_t ns = read_ns(d_ns);
-        pthread_join(th, NULL);
-        row("floor", "gpu_cpu_gpu_rtt", 8, ns / (double)n / 1e3, "us");
+        static const char *rtt_names[3] = {"gpu_cpu_gpu_rtt", "gpu_cpu_gpu_rtt_acquire",
+                                           "gpu_cpu_gpu_rtt_relaxed"};
+        for (int mode = 0; mode < 3; ++mode) {
+            struct echo_arg a = {hostw, hostw + 8, n};
+            pthread_t th;
+
+            memset(hostw, 0, 128);
+            pthread_create(&th, NULL, echo_thread, &a);
+            k_gpu_cpu<<<1, 1>>>(d_hostw, d_hostw + 8, n, mode, d_ns);
+            uint64_t ns = read_ns(d_ns);
+            pthread_join(th, NULL);
+            row("floor", rtt_names[mode], 8, ns / (double)n / 1e3, "us");
+        }
         cudaFreeHost(hostw);
 
         char *d_peer;

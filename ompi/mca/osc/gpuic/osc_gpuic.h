@@ -435,6 +435,8 @@ int ompi_osc_gpuic_devqueue_drain(ompi_osc_gpuic_module_t *module);
 /** ompi_osc_gpuic_devqueue_drain(), then the error the proxy recorded for the window's
  *  entries, returned once. */
 int ompi_osc_gpuic_devqueue_quiesce(ompi_osc_gpuic_module_t *module);
+/** Logs the device queue's state once (a device wait for the proxy timed out). */
+void ompi_osc_gpuic_devqueue_report(ompi_osc_gpuic_module_t *module);
 /** Detaches and frees the window's device queue (completing what was published). */
 void ompi_osc_gpuic_devqueue_release(ompi_osc_gpuic_module_t *module);
 /** Stops the proxy and frees its context (component finalize, after every window). */

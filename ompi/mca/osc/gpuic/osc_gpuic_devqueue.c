@@ -43,6 +43,7 @@ typedef struct ompi_osc_gpuic_devqueue {
     bool attached;             /* the proxy drains the ring */
     void *self_mapped;         /* our own host window registered for device loads, or NULL */
     gpuic_status_t reported;   /* proxy error already returned to the program */
+    bool reported_state;       /* ompi_osc_gpuic_devqueue_report() has logged */
 } ompi_osc_gpuic_devqueue_t;
 
 /* Bytes of the completion index's line in the block. */
@@ -353,6 +354,50 @@ int ompi_osc_gpuic_devqueue_drain(ompi_osc_gpuic_module_t *module)
             return MPI_ERR_OTHER;
         }
     }
+}
+
+/*
+ * Logs where the window's device queue stands, for a device wait that ended by timeout: how
+ * far GPU threads reserved and saw completions (device memory, read with a copy that does not
+ * wait for the program's kernels), how far the proxy read and completed (host memory), and
+ * how many words of the block at the read index carry the tag the proxy waits for there (a
+ * block it cannot take yet: 0 means nothing of the entry arrived).
+ */
+void ompi_osc_gpuic_devqueue_report(ompi_osc_gpuic_module_t *module)
+{
+    ompi_osc_gpuic_devqueue_t *q = module->devq;
+    MPIX_Gpuic_device_queue d;
+    gpuic_proxy_stats_t ps = {0};
+    uint64_t read, done;
+    const uint64_t *blk;
+    uint32_t tag;
+    unsigned tagged = 0;
+
+    if (q == NULL || q->reported_state) {
+        return;
+    }
+    q->reported_state = true;
+    memset(&d, 0, sizeof(d));
+    if (q->dev == NULL || gpuic_cuda_copy_independent(&d, q->dev, sizeof(d)) != GPUIC_OK) {
+        d.reserve = d.done_seen = (unsigned long long)-1;
+    }
+    read = gpuic_ring_read_index(q->ring);
+    done = __atomic_load_n(q->done, __ATOMIC_ACQUIRE);
+    tag = gpuic_ring_tag(read, 0);
+    blk = q->ring->tagged + (read & q->ring->mask) * GPUIC_RING_TAGGED_WORDS;
+    for (unsigned i = 0; i < GPUIC_RING_TAGGED_WORDS; ++i) {
+        tagged += (uint32_t)(__atomic_load_n(&blk[i], __ATOMIC_RELAXED) >> 32) == tag;
+    }
+    if (mca_osc_gpuic_component.proxy != NULL) {
+        gpuic_proxy_stats(mca_osc_gpuic_component.proxy, &ps);
+    }
+    gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: a device call waited for the proxy past "
+              "osc_gpuic_timeout; device queue: reserved %llu, completions seen on the device "
+              "%llu, full waits %llu; proxy: read %" PRIu64 ", complete %" PRIu64 ", %u of %u "
+              "words at the read index tagged, %" PRIu64 " entries, %" PRIu64 " errors, %"
+              PRIu64 " sleeps", ompi_osc_gpuic_rank(module), module->id, d.reserve, d.done_seen,
+              d.full_waits, read, done, tagged, (unsigned)GPUIC_RING_TAGGED_WORDS, ps.wqes,
+              ps.errors, ps.sleeps);
 }
 
 int ompi_osc_gpuic_devqueue_quiesce(ompi_osc_gpuic_module_t *module)

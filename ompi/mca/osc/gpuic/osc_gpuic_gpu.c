@@ -146,6 +146,10 @@ int ompi_osc_gpuic_device_error(ompi_osc_gpuic_module_t *module)
     if (cls == 0) {
         cls = (uint32_t)ompi_osc_gpuic_devqueue_quiesce(module);
     }
+    if (cls == MPI_ERR_OTHER) {
+        /* what device waits for the proxy record when they time out */
+        ompi_osc_gpuic_devqueue_report(module);
+    }
     if (cls != 0) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.device_errors, 1);
         gpuic_log(GPUIC_LOG_DEBUG, "rank %d: a device call on window %d failed with class %u",
