@@ -29,8 +29,8 @@
  *   gpuic get_bw              the same with MPIX_Get_device_block (remote loads; P2P runs)
  *   floor ipc_store_pingpong  raw stores + fence through the same CUDA IPC mapping, one way
  *   floor gpu_cpu_gpu_rtt     kernel -> host thread -> kernel through mapped pinned memory
- *                             (_acquire: relaxed store, acquire loads, as the proxy path;
- *                             _relaxed: relaxed store and loads)
+ *                             (the suffixed rows: other store, fence and load flavours,
+ *                             rtt_modes in the source)
  *   floor cudaMemcpy_8B       host cudaMemcpy of 8 bytes device to peer device
  *   floor cudaMemcpyPeer_bw   (--memcpy-peer, two GPUs) cudaMemcpyPeerAsync from rank 0's GPU
  *                             to the next GPU, peer access enabled, 8 B .. --max-bytes
@@ -294,26 +294,49 @@ __global__ void k_raw_pingpong(volatile uint64_t *mine, volatile uint64_t *their
     *ns = now_ns() - t0;
 }
 
-/* Raw floor: kernel writes a request into mapped host memory, a host thread answers.  Three
- * ways of doing the kernel's side (rows gpu_cpu_gpu_rtt*): 0, a volatile store, a system
- * fence, volatile loads until the answer; 1, what the proxy path does: a relaxed system-scope
- * store (no fence) and acquire loads until the answer; 2, a relaxed store and relaxed loads. */
-__global__ void k_gpu_cpu(uint64_t *req, uint64_t *resp, int iters, int mode, uint64_t *ns)
+/* Raw floor: kernel writes a request into mapped host memory, a host thread answers.  The
+ * kernel's side in several flavours (rows gpu_cpu_gpu_rtt*, rtt_modes below): the request
+ * store volatile or relaxed at system scope, then no fence, fence.acq_rel.sys or fence.sc.sys
+ * (__threadfence_system), then volatile, acquire or relaxed loads until the answer. */
+enum { RTT_ST_VOLATILE, RTT_ST_RELAXED };
+enum { RTT_FENCE_NONE, RTT_FENCE_ACQ_REL, RTT_FENCE_SC };
+enum { RTT_LD_VOLATILE, RTT_LD_ACQUIRE, RTT_LD_RELAXED };
+
+struct rtt_mode {
+    const char *name;
+    int st, fence, ld;
+};
+
+static const struct rtt_mode rtt_modes[] = {
+    {"gpu_cpu_gpu_rtt", RTT_ST_VOLATILE, RTT_FENCE_SC, RTT_LD_VOLATILE},
+    {"gpu_cpu_gpu_rtt_nofence", RTT_ST_VOLATILE, RTT_FENCE_NONE, RTT_LD_VOLATILE},
+    {"gpu_cpu_gpu_rtt_acquire", RTT_ST_RELAXED, RTT_FENCE_NONE, RTT_LD_ACQUIRE},
+    {"gpu_cpu_gpu_rtt_relaxed", RTT_ST_RELAXED, RTT_FENCE_NONE, RTT_LD_RELAXED},
+    {"gpu_cpu_gpu_rtt_acqrel_acquire", RTT_ST_RELAXED, RTT_FENCE_ACQ_REL, RTT_LD_ACQUIRE},
+    {"gpu_cpu_gpu_rtt_sc_acquire", RTT_ST_RELAXED, RTT_FENCE_SC, RTT_LD_ACQUIRE},
+    {"gpu_cpu_gpu_rtt_acqrel_relaxed", RTT_ST_RELAXED, RTT_FENCE_ACQ_REL, RTT_LD_RELAXED},
+};
+
+__global__ void k_gpu_cpu(uint64_t *req, uint64_t *resp, int iters, rtt_mode m, uint64_t *ns)
 {
     uint64_t t0 = now_ns();
     for (uint64_t r = 1; r <= (uint64_t)iters; ++r) {
         uint64_t v;
 
-        if (mode == 0) {
+        if (m.st == RTT_ST_VOLATILE) {
             *(volatile uint64_t *)req = r;
-            __threadfence_system();
-            while (*(volatile uint64_t *)resp < r) {
-            }
-            continue;
+        } else {
+            asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(req), "l"(r) : "memory");
         }
-        asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(req), "l"(r) : "memory");
+        if (m.fence == RTT_FENCE_ACQ_REL) {
+            asm volatile("fence.acq_rel.sys;" ::: "memory");
+        } else if (m.fence == RTT_FENCE_SC) {
+            __threadfence_system();
+        }
         do {
-            if (mode == 1) {
+            if (m.ld == RTT_LD_VOLATILE) {
+                v = *(volatile uint64_t *)resp;
+            } else if (m.ld == RTT_LD_ACQUIRE) {
                 asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(resp) : "memory");
             } else {
                 asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(resp) : "memory");
@@ -629,18 +652,16 @@ int main(int argc, char **argv)
         memset(hostw, 0, 128);
         cudaHostGetDevicePointer(&d_hostw, hostw, 0);
         int n = iters / 10;
-        static const char *rtt_names[3] = {"gpu_cpu_gpu_rtt", "gpu_cpu_gpu_rtt_acquire",
-                                           "gpu_cpu_gpu_rtt_relaxed"};
-        for (int mode = 0; mode < 3; ++mode) {
+        for (size_t mode = 0; mode < sizeof(rtt_modes) / sizeof(rtt_modes[0]); ++mode) {
             struct echo_arg a = {hostw, hostw + 8, n};
             pthread_t th;
 
             memset(hostw, 0, 128);
             pthread_create(&th, NULL, echo_thread, &a);
-            k_gpu_cpu<<<1, 1>>>(d_hostw, d_hostw + 8, n, mode, d_ns);
+            k_gpu_cpu<<<1, 1>>>(d_hostw, d_hostw + 8, n, rtt_modes[mode], d_ns);
             uint64_t ns = read_ns(d_ns);
             pthread_join(th, NULL);
-            row("floor", rtt_names[mode], 8, ns / (double)n / 1e3, "us");
+            row("floor", rtt_modes[mode].name, 8, ns / (double)n / 1e3, "us");
         }
         cudaFreeHost(hostw);
 

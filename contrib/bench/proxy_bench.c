@@ -8,7 +8,8 @@
  * WQE per reservation and doorbell, then BATCH per reservation and doorbell), the proxy's
  * overhead from WQE posted to UCX call issued (median and 99th percentile, measured with the
  * proxy's on_issue hook against a timestamp the producer puts in the payload), and how long an
- * idle proxy takes to pick up a WQE (the commit wakes it).
+ * idle proxy takes to pick up a WQE (the commit wakes it), and the rate of a ring shaped like a
+ * window's device queue (tagged words, a completion index; this thread as the GPU threads).
  *
  * Usage: proxy_bench [iterations-scale] [--no-sizes] [--direct-host]
  *   iterations-scale  default 1; --no-sizes skips the per-size table; --direct-host enters the
@@ -179,6 +180,67 @@ static void proxy_flush(void)
     gpuic_cmpl_wait(cmpl, 0, GPUIC_CMPL_REMOTE, 0);
 }
 
+/*
+ * Device-queue emulation: a tagged ring with a completion index, as a window's device queue
+ * (osc_gpuic_devqueue.c), fed by this thread the way GPU threads feed it
+ * (mpix_gpuic_device_proxy.cuh): reserve against the completion index, write the entry as
+ * tagged words, no doorbell and no commit.  8-byte inline puts to @p target; returns the rate
+ * in M entries/s from the first post to the completion index covering the last.
+ */
+static double tagged_rate(gpuic_keytable_t *keys, uint32_t tkey, uint64_t target, unsigned n)
+{
+    enum { SLOTS = 1024 };
+    size_t len = gpuic_ring_footprint_tagged(SLOTS);
+    void *mem = aligned_alloc(4096, (len + 4095) / 4096 * 4096);
+    uint64_t *done = aligned_alloc(64, 64), zero = 0, t0;
+    gpuic_ring_t *tr = NULL;
+    gpuic_cmpl_t *tc = NULL;
+    gpuic_proxy_queue_t tq = {0};
+    double rate = 0;
+
+    memset(mem, 0, len);
+    *done = 0;
+    if (gpuic_ring_create_tagged_at(mem, len, SLOTS, 1, &tr) != GPUIC_OK ||
+        gpuic_cmpl_create(1, &tc) != GPUIC_OK) {
+        goto out;
+    }
+    tq.ring = tr;
+    tq.keys = keys;
+    tq.cmpl = tc;
+    tq.done = done;
+    if (gpuic_proxy_add(proxy, &tq) != GPUIC_OK) {
+        goto out;
+    }
+    t0 = now_ns();
+    for (uint64_t seq = 0; seq < n; ++seq) {
+        gpuic_wqe_hdr_t h = {(uint16_t)seq, 0, 0};
+        gpuic_wqe_t w;
+        uint64_t *dst = tr->tagged + (seq & tr->mask) * GPUIC_RING_TAGGED_WORDS;
+        uint32_t tag = gpuic_ring_tag(seq, 0), words[GPUIC_RING_TAGGED_WORDS];
+        unsigned spins = 0;
+
+        while (seq + 1 - __atomic_load_n(done, __ATOMIC_ACQUIRE) > SLOTS) {
+            gpuic_cpu_relax(++spins);
+        }
+        gpuic_wqe_build_put_inline(&w, &h, &zero, 8, target, tkey);
+        memcpy(words, w.bytes, sizeof(words));
+        for (unsigned i = 0; i < GPUIC_RING_TAGGED_WORDS; ++i) {
+            __atomic_store_n(&dst[i], gpuic_ring_tagged_word(tag, words[i]), __ATOMIC_RELAXED);
+        }
+    }
+    while (__atomic_load_n(done, __ATOMIC_ACQUIRE) < n) {
+        gpuic_cpu_relax(1000);
+    }
+    rate = n / ((double)(now_ns() - t0) * 1e-9) / 1e6;
+    gpuic_proxy_remove(proxy, tr);
+out:
+    gpuic_cmpl_destroy(tc);
+    gpuic_ring_destroy(tr);
+    free(mem);
+    free(done);
+    return rate;
+}
+
 int main(int argc, char **argv)
 {
     double scale = argc > 1 ? atof(argv[1]) : 1.0;
@@ -290,6 +352,14 @@ int main(int argc, char **argv)
         printf("producer, %d WQEs per doorbell: %u 8-byte puts posted at %.2f M WQEs/s (end to "
                "end incl. flush: %.2f M/s)\n", BATCH, n, n / ((double)(t1 - t0) * 1e-9) / 1e6,
                n / ((double)(t2 - t0) * 1e-9) / 1e6);
+    }
+
+    /* the device queue's shape: tagged words, completion index */
+    {
+        unsigned n = (unsigned)(scale * 2000000);
+
+        printf("tagged ring (device-queue shape), %u 8-byte puts: %.2f M entries/s end to end\n",
+               n, tagged_rate(keys, key, (uint64_t)(uintptr_t)px.target, n));
     }
 
     /* proxy overhead: posted (timestamp in the payload) -> UCX put issued, one at a time */

@@ -74,6 +74,9 @@ typedef struct gpuic_cuda_api {
     /* Optional (drivers of CUDA 12.0 and newer): NULL when absent, and launches go through
      * launch_kernel without attributes. */
     CUresult (*launch_kernel_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
+    /* Optional: NULL when absent (the driver then loads every kernel with its module). */
+    CUresult (*module_get_loading_mode)(CUmoduleLoadingMode *);
+    CUresult (*func_load)(CUfunction); /* optional: loads a fetched function now */
 #endif
 } gpuic_cuda_api_t;
 
@@ -170,6 +173,9 @@ static int gpuic_cuda_load(void)
         gpuic_log(GPUIC_LOG_DEBUG, "CUDA driver lacks cuLaunchKernelEx: kernels are launched "
                   "without programmatic dependent launch");
     }
+    *(void **)&gpuic_cuda.module_get_loading_mode = dlsym(gpuic_cuda_lib,
+                                                          "cuModuleGetLoadingMode");
+    *(void **)&gpuic_cuda.func_load = dlsym(gpuic_cuda_lib, "cuFuncLoad");
 #endif
     if (gpuic_cuda.init(0) != CUDA_SUCCESS || gpuic_cuda.device_get_count(&count) != CUDA_SUCCESS ||
         count == 0) {
@@ -577,6 +583,19 @@ void gpuic_cuda_module_unload(void *module)
     }
 }
 
+int gpuic_cuda_lazy_loading(void)
+{
+#if CUDA_VERSION >= 12000
+    CUmoduleLoadingMode mode = CU_MODULE_EAGER_LOADING;
+
+    return gpuic_cuda_available() && gpuic_cuda.module_get_loading_mode != NULL &&
+           gpuic_cuda.module_get_loading_mode(&mode) == CUDA_SUCCESS &&
+           mode == CU_MODULE_LAZY_LOADING;
+#else
+    return 0;
+#endif
+}
+
 gpuic_status_t gpuic_cuda_module_function(void *module, const char *name, void **fn_p)
 {
     CUfunction fn = NULL;
@@ -587,6 +606,12 @@ gpuic_status_t gpuic_cuda_module_function(void *module, const char *name, void *
     }
     status = gpuic_cuda_check(gpuic_cuda.module_get_function(&fn, (CUmodule)module, name),
                               "cuModuleGetFunction");
+#if CUDA_VERSION >= 12000
+    /* loaded now, not at its first launch (gpuic_cuda_lazy_loading()) */
+    if (status == GPUIC_OK && gpuic_cuda.func_load != NULL) {
+        status = gpuic_cuda_check(gpuic_cuda.func_load(fn), "cuFuncLoad");
+    }
+#endif
     *fn_p = (void *)fn;
     return status;
 }
@@ -778,6 +803,7 @@ gpuic_status_t gpuic_cuda_module_function(void *module, const char *name, void *
     return GPUIC_ERR_NO_DEVICE;
 }
 int gpuic_cuda_function_arch(void *fn) { (void)fn; return 0; }
+int gpuic_cuda_lazy_loading(void) { return 0; }
 gpuic_status_t gpuic_cuda_launch(void *fn, unsigned grid, unsigned block, void *stream,
                                  void *args, unsigned flags)
 {

@@ -122,6 +122,14 @@ gpuic_status_t gpuic_cuda_ipc_import(const gpuic_cuda_ipc_t *ipc, void **ptr_p);
 void gpuic_cuda_ipc_release(const gpuic_cuda_ipc_t *ipc, void *ptr);
 
 /**
+ * 1 when the driver loads kernels lazily (CUDA_MODULE_LOADING=LAZY, CUDA's default since
+ * 12.2): a kernel is loaded when it is first fetched or launched, and loading may wait for the
+ * context's running kernels to finish, holding up the calling thread and other threads' driver
+ * calls meanwhile.  0 otherwise, or when it cannot tell.
+ */
+int gpuic_cuda_lazy_loading(void);
+
+/**
  * Pins host memory and maps it into the device: *dptr_p is the device address of @p ptr, for
  * words device code writes and the host reads (error words, rings, counters).
  */
@@ -161,7 +169,8 @@ void gpuic_cuda_capture_restore(int saved);
 /** Unloads a module of gpuic_cuda_module_load() (its context must still exist). */
 void gpuic_cuda_module_unload(void *module);
 
-/** Finds the kernel named @p name (an extern "C" name) in @p module. */
+/** Finds the kernel named @p name (an extern "C" name) in @p module and loads it now, also
+ *  under lazy loading (cuFuncLoad where the driver has it). */
 gpuic_status_t gpuic_cuda_module_function(void *module, const char *name, void **fn_p);
 
 /**

@@ -223,6 +223,26 @@ static int ompi_osc_gpuic_devqueue_publish(ompi_osc_gpuic_devqueue_t *q)
     return OMPI_SUCCESS;
 }
 
+/*
+ * Warns once per process when the proxy moves data with CUDA copies (a GPU window on the
+ * forced proxy path) while the driver loads kernels lazily: a kernel loaded for the first time
+ * while a device call waits for the proxy (a flush, a get, an enqueued epoch) may hold the
+ * proxy's copy until the wait gives up at osc_gpuic_timeout (docs/streams.md).
+ */
+static void ompi_osc_gpuic_devqueue_warn_lazy(void)
+{
+    static bool warned;
+
+    if (!warned && gpuic_cuda_lazy_loading()) {
+        warned = true;
+        gpuic_log(GPUIC_LOG_WARN, "osc_gpuic_device_proxy=1 on a GPU window: the proxy copies "
+                  "with the CUDA driver, and CUDA loads kernels lazily; a kernel first "
+                  "launched while device code waits for the proxy can stall that wait until "
+                  "osc_gpuic_timeout. Run with CUDA_MODULE_LOADING=EAGER, or launch (or "
+                  "cudaFuncGetAttributes) every kernel once before such waits");
+    }
+}
+
 int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_device_win *host)
 {
     ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
@@ -230,7 +250,7 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
     ompi_osc_gpuic_devqueue_t *q = NULL;
     gpuic_proxy_queue_t pq = {0};
     gpuic_proxy_t *proxy;
-    bool need = false;
+    bool need = false, copies = false;
 
     if (module->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
         return OMPI_SUCCESS; /* attached regions are not reachable from device code */
@@ -268,6 +288,7 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
             }
             /* forced: data through the proxy's copies over our mapping, atomics on it */
             rc = ompi_osc_gpuic_devqueue_key(module, q, i, GPUIC_KEYTABLE_DIRECT_COPY);
+            copies = true;
             dp->flags |= MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P | MPIX_GPUIC_DEVICE_PEER_LOADS;
         } else if (peer->win.gpu) {
             continue; /* device memory on another node: not reachable yet */
@@ -285,6 +306,9 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
         dp->key = q->keyids[i];
     }
     gpuic_proxy_resume(proxy);
+    if (rc == OMPI_SUCCESS && copies) {
+        ompi_osc_gpuic_devqueue_warn_lazy();
+    }
     if (rc == OMPI_SUCCESS && !module->gpu && module->size > 0 &&
         host->peers[me].path == MPIX_GPUIC_DEVICE_PATH_PROXY) {
         /* our own host window, mapped so device code can wait on signal words in it; where

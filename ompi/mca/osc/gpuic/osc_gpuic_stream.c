@@ -349,8 +349,8 @@ static unsigned ompi_osc_gpuic_stream_flags(const char *name, void *fn)
     return pdl ? GPUIC_CUDA_LAUNCH_PDL : 0;
 }
 
-/* The loaded function of @p kernel for the current context, loading the image on first use,
- * and its launch flags. */
+/* The loaded function of @p kernel for the current context, loading the image (all its
+ * kernels) on first use, and its launch flags. */
 static int ompi_osc_gpuic_stream_function(const ompi_osc_gpuic_stream_image_t *image,
                                           int kernel, void **fn_p, unsigned *flags_p)
 {
@@ -406,12 +406,24 @@ static int ompi_osc_gpuic_stream_function(const ompi_osc_gpuic_stream_image_t *i
             }
         }
     }
-    if (m != NULL && m->fn[kernel] == NULL) {
+    /* Every kernel of the image at once, on its first launch in this context: under lazy
+     * loading (gpuic_cuda_lazy_loading()) fetching a function loads it, which may wait for the
+     * context's running kernels; fetched later, in the middle of an epoch, that wait could
+     * fall on a kernel waiting for this process (a proxy-path flush waits for the proxy
+     * thread, whose copies the loading holds up) until the device timeout. */
+    for (i = 0; m != NULL && i < image->nkernels && i < OMPI_OSC_GPUIC_STREAM_KERNELS; ++i) {
         void *fn = NULL;
+        gpuic_status_t s;
 
-        status = gpuic_cuda_module_function(m->module, image->names[kernel], &fn);
-        m->flags[kernel] = fn != NULL ? ompi_osc_gpuic_stream_flags(image->names[kernel], fn) : 0;
-        __atomic_store_n(&m->fn[kernel], fn, __ATOMIC_RELEASE);
+        if (m->fn[i] != NULL) {
+            continue;
+        }
+        s = gpuic_cuda_module_function(m->module, image->names[i], &fn);
+        if (i == kernel) {
+            status = s;
+        }
+        m->flags[i] = fn != NULL ? ompi_osc_gpuic_stream_flags(image->names[i], fn) : 0;
+        __atomic_store_n(&m->fn[i], fn, __ATOMIC_RELEASE);
     }
     *fn_p = m != NULL ? m->fn[kernel] : NULL;
     *flags_p = m != NULL ? m->flags[kernel] : 0;
