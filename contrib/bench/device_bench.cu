@@ -296,10 +296,12 @@ __global__ void k_raw_pingpong(volatile uint64_t *mine, volatile uint64_t *their
 
 /* Raw floor: kernel writes a request into mapped host memory, a host thread answers.  The
  * kernel's side in several flavours (rows gpu_cpu_gpu_rtt*, rtt_modes below): the request
- * store volatile or relaxed at system scope, then no fence, fence.acq_rel.sys or fence.sc.sys
- * (__threadfence_system), then volatile, acquire or relaxed loads until the answer. */
+ * store volatile or relaxed at system scope, then no fence, fence.acq_rel.sys, fence.sc.sys
+ * (__threadfence_system) or a release reduction on a device-memory word (what the device API's
+ * proxy waits begin with, gpuic_dev_proxy_push()), then volatile, acquire or relaxed loads until
+ * the answer. */
 enum { RTT_ST_VOLATILE, RTT_ST_RELAXED };
-enum { RTT_FENCE_NONE, RTT_FENCE_ACQ_REL, RTT_FENCE_SC };
+enum { RTT_FENCE_NONE, RTT_FENCE_ACQ_REL, RTT_FENCE_SC, RTT_FENCE_RED_RELEASE };
 enum { RTT_LD_VOLATILE, RTT_LD_ACQUIRE, RTT_LD_RELAXED };
 
 struct rtt_mode {
@@ -315,9 +317,11 @@ static const struct rtt_mode rtt_modes[] = {
     {"gpu_cpu_gpu_rtt_acqrel_acquire", RTT_ST_RELAXED, RTT_FENCE_ACQ_REL, RTT_LD_ACQUIRE},
     {"gpu_cpu_gpu_rtt_sc_acquire", RTT_ST_RELAXED, RTT_FENCE_SC, RTT_LD_ACQUIRE},
     {"gpu_cpu_gpu_rtt_acqrel_relaxed", RTT_ST_RELAXED, RTT_FENCE_ACQ_REL, RTT_LD_RELAXED},
+    {"gpu_cpu_gpu_rtt_redrelease_acquire", RTT_ST_RELAXED, RTT_FENCE_RED_RELEASE, RTT_LD_ACQUIRE},
 };
 
-__global__ void k_gpu_cpu(uint64_t *req, uint64_t *resp, int iters, rtt_mode m, uint64_t *ns)
+__global__ void k_gpu_cpu(uint64_t *req, uint64_t *resp, int iters, rtt_mode m, uint64_t *ns,
+                          unsigned long long *dword)
 {
     uint64_t t0 = now_ns();
     for (uint64_t r = 1; r <= (uint64_t)iters; ++r) {
@@ -332,6 +336,8 @@ __global__ void k_gpu_cpu(uint64_t *req, uint64_t *resp, int iters, rtt_mode m, 
             asm volatile("fence.acq_rel.sys;" ::: "memory");
         } else if (m.fence == RTT_FENCE_SC) {
             __threadfence_system();
+        } else if (m.fence == RTT_FENCE_RED_RELEASE) {
+            asm volatile("red.release.sys.global.add.u64 [%0], 0;" ::"l"(dword) : "memory");
         }
         do {
             if (m.ld == RTT_LD_VOLATILE) {
@@ -658,7 +664,8 @@ int main(int argc, char **argv)
 
             memset(hostw, 0, 128);
             pthread_create(&th, NULL, echo_thread, &a);
-            k_gpu_cpu<<<1, 1>>>(d_hostw, d_hostw + 8, n, rtt_modes[mode], d_ns);
+            k_gpu_cpu<<<1, 1>>>(d_hostw, d_hostw + 8, n, rtt_modes[mode], d_ns,
+                                (unsigned long long *)d_buf);
             uint64_t ns = read_ns(d_ns);
             pthread_join(th, NULL);
             row("floor", rtt_modes[mode].name, 8, ns / (double)n / 1e3, "us");

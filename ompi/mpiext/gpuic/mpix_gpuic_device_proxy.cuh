@@ -51,16 +51,29 @@ __device__ static inline void gpuic_dev_fence_stage_to_proxy(void)
 /*
  * Sends this thread's stores to pinned host memory (the entries it posted) on their way to the
  * proxy thread now, before the thread starts waiting for their completion.  Not for ordering
- * (the tagged words need none): without a system-scope fence the GPU keeps such stores for
- * about a microsecond before they cross PCIe (device_bench: GPU -> CPU -> GPU round trip with
- * a relaxed store and no fence 2.6 us, with one 1.6 us), time the waiter would add to its
- * wait.  A thread that posts many entries pays it once, at its flush.  Compiled out with
- * MPIX_GPUIC_DEVICE_PROXY_NO_PUSH (for measurements only).
+ * (the tagged words need none): without a system-scope fence or release the GPU keeps such
+ * stores for about a microsecond before they cross PCIe (device_bench: GPU -> CPU -> GPU round
+ * trip with a relaxed store and no fence 2.6 us, with one 1.6-1.9 us), time the waiter would
+ * add to its wait.  A thread that posts many entries pays it once, at its flush.
+ * MPIX_GPUIC_DEVICE_PROXY_PUSH picks how, for measurements: 0 not at all, 1 fence.acq_rel.sys,
+ * 2 fence.sc.sys, 3 (default) a release reduction adding 0 to the queue's full_waits counter
+ * in device memory (release only: nothing this thread loads afterwards is invalidated).
  */
-__device__ static inline void gpuic_dev_proxy_push(void)
+#ifndef MPIX_GPUIC_DEVICE_PROXY_PUSH
+#define MPIX_GPUIC_DEVICE_PROXY_PUSH 3
+#endif
+__device__ static inline void gpuic_dev_proxy_push(MPIX_Gpuic_device_queue *q)
 {
-#ifndef MPIX_GPUIC_DEVICE_PROXY_NO_PUSH
+#if MPIX_GPUIC_DEVICE_PROXY_PUSH == 1
+    (void)q;
     asm volatile("fence.acq_rel.sys;" ::: "memory");
+#elif MPIX_GPUIC_DEVICE_PROXY_PUSH == 2
+    (void)q;
+    asm volatile("fence.sc.sys;" ::: "memory");
+#elif MPIX_GPUIC_DEVICE_PROXY_PUSH == 3
+    asm volatile("red.release.sys.global.add.u64 [%0], 0;" ::"l"(&q->full_waits) : "memory");
+#else
+    (void)q;
 #endif
 }
 
@@ -334,7 +347,7 @@ __device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t, u
     MPIX_Gpuic_device_queue *q = t->queue;
     uint64_t seen, done;
 
-    gpuic_dev_proxy_push();
+    gpuic_dev_proxy_push(q);
     /* both first looks in flight together (the relaxed one first: the acquire one orders only
      * what follows it): what other threads of this GPU have seen, and the host's index */
     seen = gpuic_dev_proxy_ld_relaxed(&q->done_seen);
