@@ -467,6 +467,41 @@ static gpuic_status_t gpuic_proxy_put_signal_word(gpuic_proxy_t *proxy, gpuic_pr
 /* Issues a decoded, structurally valid WQE.  Returns GPUIC_OK when the operation is locally
  * complete, GPUIC_INPROGRESS when op->comp will report it (the op is then kept), or the
  * error that rejects it (nothing was touched). */
+/*
+ * The puts of a GPUIC_WQE_OP_PUT8_MULTI entry: every one checked against the key table before
+ * any is made (a bad one fails the entry with nothing written), then copied through the key's
+ * mapping.  Producers use these entries only for targets the proxy reaches through a mapping
+ * (MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED); over UCX each put would need its payload kept until
+ * its local completion, so such entries are refused there.
+ */
+static gpuic_status_t gpuic_proxy_put8_multi(gpuic_proxy_t *proxy, gpuic_proxy_attached_t *a,
+                                             gpuic_proxy_op_t *op, const gpuic_wqe_desc_t *d)
+{
+    const gpuic_keytable_entry_t *e = NULL;
+    unsigned n = d->ds - 1;
+    gpuic_status_t status;
+
+    for (unsigned i = 0; i < n; ++i) {
+        status = gpuic_proxy_check(a, d->target, d->rkey, gpuic_be64toh(d->put8[i].raddr), 8, &e);
+        if (status != GPUIC_OK) {
+            return status;
+        }
+        if (!e->direct) {
+            return GPUIC_ERR_UNSUPPORTED;
+        }
+    }
+    gpuic_proxy_issue_hook(proxy, op, d);
+    for (unsigned i = 0; i < n; ++i) {
+        status = gpuic_proxy_copy_direct(proxy, e,
+                                         (void *)(uintptr_t)gpuic_be64toh(d->put8[i].raddr),
+                                         d->put8[i].data, 8);
+        if (status != GPUIC_OK) {
+            return status;
+        }
+    }
+    return GPUIC_OK;
+}
+
 static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t *a,
                                           gpuic_proxy_op_t *op, const gpuic_wqe_desc_t *d)
 {
@@ -546,6 +581,8 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
         }
         op->round->ucx |= gpuic_proxy_atomic_uses_ucx(e);
         return gpuic_proxy_accumulate(e, d);
+    case GPUIC_WQE_OP_PUT8_MULTI:
+        return gpuic_proxy_put8_multi(proxy, a, op, d);
     case GPUIC_WQE_OP_PUT_SIGNAL:
         status = gpuic_proxy_check(a, d->target, d->rkey, d->raddr, d->len, &e);
         if (status == GPUIC_OK) {

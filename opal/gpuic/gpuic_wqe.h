@@ -69,8 +69,14 @@ enum gpuic_wqe_opcode {
     GPUIC_WQE_OP_EXT_FIRST     = 0xe0,
     GPUIC_WQE_OP_ACCUMULATE    = 0xe0, /**< MPI accumulate: element-wise op on count elements */
     GPUIC_WQE_OP_PUT_SIGNAL    = 0xe1, /**< put, then an atomic update of a signal word */
-    GPUIC_WQE_OP_FLUSH         = 0xe2  /**< flush marker: earlier WQEs to the target complete first */
+    GPUIC_WQE_OP_FLUSH         = 0xe2, /**< flush marker: earlier WQEs to the target complete first */
+    /** Up to GPUIC_WQE_PUT8_MAX puts of 8 bytes each under one key (in imm) to one target: one
+     *  GPUIC_WQE_OP_PUT8_MULTI segment each, after the control segment. */
+    GPUIC_WQE_OP_PUT8_MULTI    = 0xe3
 };
+
+/** Puts one GPUIC_WQE_OP_PUT8_MULTI entry carries at most (two basic blocks). */
+#define GPUIC_WQE_PUT8_MAX (GPUIC_WQE_MAX_DS - 1)
 
 /** Bits of the control segment's fm_ce_se byte (MLX5_WQE_CTRL_*). */
 enum gpuic_wqe_ctrl_flag {
@@ -151,6 +157,12 @@ typedef struct gpuic_wqe_ext_seg {
     uint32_t count;    /**< ACCUMULATE: number of elements; otherwise 0 */
     uint64_t value;    /**< PUT_SIGNAL: the signal operand; otherwise 0 */
 } gpuic_wqe_ext_seg_t;
+
+/** One put of GPUIC_WQE_OP_PUT8_MULTI: where and what. */
+typedef struct gpuic_wqe_put8_seg {
+    uint64_t raddr;   /**< big-endian remote virtual address */
+    uint8_t  data[8]; /**< the 8 bytes put there, in memory order */
+} gpuic_wqe_put8_seg_t;
 
 /** One WQE of up to GPUIC_WQE_MAX_BB basic blocks, as segments or bytes. */
 typedef union gpuic_wqe {
@@ -426,6 +438,36 @@ static inline GPUIC_HOST_DEVICE unsigned gpuic_wqe_build_flush(gpuic_wqe_t *wqe,
     return 1;
 }
 
+/**
+ * Builds @p n (1 .. GPUIC_WQE_PUT8_MAX) puts of 8 bytes to one target under one key: put i
+ * writes the 8 bytes at data + 8i to raddrs[i].  The key travels in the control segment's imm
+ * field (big-endian); the rest of the last basic block is zero.
+ */
+static inline GPUIC_HOST_DEVICE unsigned gpuic_wqe_build_put8_multi(gpuic_wqe_t *wqe,
+                                                                    const gpuic_wqe_hdr_t *h,
+                                                                    uint32_t rkey, unsigned n,
+                                                                    const uint64_t *raddrs,
+                                                                    const void *data)
+{
+    unsigned ds = 1 + n, nbb = gpuic_wqe_ds_to_bb(ds), i;
+
+    gpuic_wqe_set_ctrl((gpuic_wqe_ctrl_seg_t *)gpuic_wqe_seg(wqe, 0), h->wqe_index,
+                       GPUIC_WQE_OP_PUT8_MULTI, 0, h->target, h->flags, (uint8_t)ds, 0,
+                       gpuic_htobe32(rkey));
+    for (i = 0; i < n; ++i) {
+        gpuic_wqe_put8_seg_t *p = (gpuic_wqe_put8_seg_t *)gpuic_wqe_seg(wqe, 1 + i);
+
+        p->raddr = gpuic_htobe64(raddrs[i]);
+        for (unsigned b = 0; b < 8; ++b) {
+            p->data[b] = ((const uint8_t *)data)[8 * i + b];
+        }
+    }
+    for (i = ds * GPUIC_WQE_SEG_SIZE; i < nbb * GPUIC_WQE_BB_SIZE; ++i) {
+        wqe->bytes[i] = 0;
+    }
+    return nbb;
+}
+
 /* ---- decoder ---- */
 
 /** A WQE decoded into host-order fields; only the fields its opcode uses are set. */
@@ -450,6 +492,8 @@ typedef struct gpuic_wqe_desc {
     uint64_t ext_value;  /**< extension value */
     uint64_t sig_raddr;  /**< put-with-signal: signal address */
     uint32_t sig_rkey;   /**< put-with-signal: signal key */
+    /** PUT8_MULTI: the puts (ds - 1 of them), inside the decoded WQE; rkey is their key */
+    const gpuic_wqe_put8_seg_t *put8;
 } gpuic_wqe_desc_t;
 
 /** Bytes of one accumulate element of @p type, or 0 for an unknown type. */
@@ -495,7 +539,8 @@ static inline GPUIC_HOST_DEVICE gpuic_status_t gpuic_wqe_decode(const gpuic_wqe_
     if ((oio >> 24) != 0) {
         return GPUIC_ERR_INVALID_PARAM; /* no opcode modifiers are defined for our opcodes */
     }
-    if (d->ds >= 2) {
+    d->put8 = NULL;
+    if (d->ds >= 2 && d->opcode != GPUIC_WQE_OP_PUT8_MULTI) {
         d->raddr = gpuic_be64toh(r->raddr);
         d->rkey = gpuic_be32toh(r->rkey);
         if (r->reserved != 0) {
@@ -592,6 +637,17 @@ static inline GPUIC_HOST_DEVICE gpuic_status_t gpuic_wqe_decode(const gpuic_wqe_
             return GPUIC_ERR_INVALID_PARAM;
         }
         break;
+    case GPUIC_WQE_OP_PUT8_MULTI:
+        /* segment 1 is a put, not a remote-address segment: no reserved field to check */
+        expect_ds = d->ds;
+        if (d->ds < 2) {
+            return GPUIC_ERR_INVALID_PARAM;
+        }
+        d->rkey = gpuic_be32toh(c->imm);
+        d->raddr = 0;
+        d->len = 8;
+        d->put8 = (const gpuic_wqe_put8_seg_t *)gpuic_wqe_seg(w, 1);
+        break;
     default:
         return GPUIC_ERR_BAD_OPCODE;
     }
@@ -607,6 +663,7 @@ _Static_assert(sizeof(gpuic_wqe_raddr_seg_t) == GPUIC_WQE_SEG_SIZE, "raddr segme
 _Static_assert(sizeof(gpuic_wqe_data_seg_t) == GPUIC_WQE_SEG_SIZE, "data segment size");
 _Static_assert(sizeof(gpuic_wqe_atomic_seg_t) == GPUIC_WQE_SEG_SIZE, "atomic segment size");
 _Static_assert(sizeof(gpuic_wqe_ext_seg_t) == GPUIC_WQE_SEG_SIZE, "extension segment size");
+_Static_assert(sizeof(gpuic_wqe_put8_seg_t) == GPUIC_WQE_SEG_SIZE, "put8 segment size");
 _Static_assert(sizeof(gpuic_wqe_t) == GPUIC_WQE_MAX_BB * GPUIC_WQE_BB_SIZE, "WQE size");
 #endif
 

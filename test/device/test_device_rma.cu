@@ -3,6 +3,9 @@
  * ranks on one GPU need MPS for the cross-process waits to be fast):
  *  1. put (thread, warp, block) into the right neighbour, then host checks of the data, and
  *     put/get/signal/flush through targets resolved once (MPIX_Win_target_device);
+ *     8-byte puts from 384 threads at once, every third to the left neighbour and one lane of
+ *     each warp a 16-byte put instead (on the proxy path through a mapping, the lanes of a
+ *     warp share entries by target and size), each slot and the guards around them checked;
  *  2. get (thread, warp, block) back from the right neighbour;
  *  3. fetch_and_add from 512 threads of every rank on one counter: exact total, no duplicate
  *     old values; compare_and_swap increments on another counter;
@@ -33,6 +36,10 @@
 #define OFF_PUT_WARP 1024
 #define OFF_PUT_BLOCK 8192
 #define BLOCK_BYTES 8192
+#define OFF_P8_R 16384  /* 1c: 8-byte puts to the right neighbour, one slot per thread */
+#define OFF_P8_L 20480  /* 1c: 8-byte puts to the left neighbour */
+#define OFF_P16 24576   /* 1c: a 16-byte put per warp */
+#define P8_THREADS 384  /* 1c: 3 blocks of 128 */
 #define OFF_COUNTER 60000
 #define OFF_CAS 60008
 #define OFF_ACC 61000
@@ -74,6 +81,35 @@ __global__ void k_put(MPIX_Win_device win, int me, int right, unsigned char *src
         rc[3] = MPIX_Win_flush_device(right, win);
         rc[4] = MPIX_Win_flush_all_device(win);
         rc[5] = MPIX_Win_flush_local_device(right, win);
+    }
+}
+
+/* 1c. 8-byte puts from every thread, each into its own slot: lanes with t % 3 == 0 to the left
+ * neighbour, the others to the right, lane 5 of each warp a 16-byte put instead. */
+__host__ __device__ static uint64_t val8(int writer, int t)
+{
+    return ((uint64_t)(writer + 1) << 48) | (uint64_t)t * 2654435761u;
+}
+
+__global__ void k_put8(MPIX_Win_device win, int me, int right, int left, uint64_t *src, int *rc)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x, warp = t / 32, r;
+
+    if ((threadIdx.x & 31) == 5) {
+        src[2 * t] = val8(me, 1000 + warp);
+        src[2 * t + 1] = val8(me, 2000 + warp);
+        r = MPIX_Put_device(&src[2 * t], 16, right, OFF_P16 + warp * 16, win);
+    } else {
+        src[2 * t] = val8(me, t);
+        r = MPIX_Put_device(&src[2 * t], 8, t % 3 == 0 ? left : right,
+                            (t % 3 == 0 ? OFF_P8_L : OFF_P8_R) + t * 8, win);
+    }
+    if (r != MPI_SUCCESS) {
+        atomicExch(&rc[0], r);
+    }
+    r = MPIX_Win_flush_all_device(win);
+    if (r != MPI_SUCCESS) {
+        atomicExch(&rc[1], r);
     }
 }
 
@@ -296,6 +332,42 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
         if (bad) fprintf(stderr, "[rank %d] put: %d wrong bytes\n", rank, bad);
         CHECK(bad == 0);
     }
+
+    /* 1c. 8-byte puts from many threads */
+    CUDA_CHECK(cudaMemset(d_rc, 0, NRC * sizeof(int)));
+    k_put8<<<P8_THREADS / 128, 128>>>(h, rank, right, left, (uint64_t *)d_buf, d_rc);
+    run_kernel_rc(d_rc, h_rc);
+    CHECK(h_rc[0] == MPI_SUCCESS && h_rc[1] == MPI_SUCCESS);
+    CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CUDA_CHECK(cudaMemcpy(host, base, WIN_BYTES, cudaMemcpyDefault));
+    {
+        int bad = 0;
+        uint64_t v, guard;
+
+        memset(&guard, 0xee, sizeof(guard));
+        for (int t = 0; t < P8_THREADS; ++t) {
+            bool lane5 = t % 32 == 5;
+            /* the right region holds what the left neighbour put to its right, and so on */
+            memcpy(&v, host + OFF_P8_R + t * 8, 8);
+            bad += v != (lane5 || t % 3 == 0 ? guard : val8(left, t));
+            memcpy(&v, host + OFF_P8_L + t * 8, 8);
+            bad += v != (lane5 || t % 3 != 0 ? guard : val8(right, t));
+        }
+        for (int w = 0; w < P8_THREADS / 32; ++w) {
+            memcpy(&v, host + OFF_P16 + w * 16, 8);
+            bad += v != val8(left, 1000 + w);
+            memcpy(&v, host + OFF_P16 + w * 16 + 8, 8);
+            bad += v != val8(left, 2000 + w);
+        }
+        memcpy(&v, host + OFF_P8_R + P8_THREADS * 8, 8);
+        bad += v != guard;
+        memcpy(&v, host + OFF_P16 + P8_THREADS / 32 * 16, 8);
+        bad += v != guard;
+        if (bad) fprintf(stderr, "[rank %d] 8-byte puts: %d wrong slots\n", rank, bad);
+        CHECK(bad == 0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
 
     /* 1b. resolved targets */
     CUDA_CHECK(cudaMemset(d_rc, 0xff, NRC * sizeof(int)));

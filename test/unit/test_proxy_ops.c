@@ -8,6 +8,8 @@
  *  - key table rules on their own (generation bump, reuse, bounds, full table);
  *  - get, fetch-and-add, compare-and-swap, accumulates (native and CAS-loop), put-with-signal,
  *    flush markers and signalled CQEs;
+ *  - entries of several 8-byte puts (PUT8_MULTI): made through mappings, none of them made
+ *    when one is out of range, refused over UCX;
  *  - all of it again with the regions entered as mappings of host memory (data by CPU copies;
  *    atomics by CPU atomics, or by UCX), where validation must refuse exactly the same WQEs;
  *    and a mapping with no atomic at all, where atomics, accumulates and signal adds are
@@ -365,6 +367,59 @@ static void test_no_atomics(void)
 }
 
 /* One fixture of @p kind on the ring: the validation cases and the operations. */
+/* Several 8-byte puts in one entry (GPUIC_WQE_OP_PUT8_MULTI): executed through a mapping,
+ * all-or-nothing when one of them is out of range, refused (nothing written) over UCX. */
+static void test_put8_multi(fixture_kind_t kind)
+{
+    const gpuic_wqe_hdr_t h = {0, 0, 0};
+    uint8_t *r = fixture_region(&fx, 0), before[LEN];
+    uint64_t raddrs[GPUIC_WQE_PUT8_MAX], data[GPUIC_WQE_PUT8_MAX];
+    gpuic_cqe_t cqe;
+    gpuic_wqe_t w;
+    unsigned nbb;
+
+    memset(r, 0, LEN);
+    for (unsigned i = 0; i < GPUIC_WQE_PUT8_MAX; ++i) {
+        raddrs[i] = fixture_raddr(&fx, 0, 24 * i + 8); /* not adjacent, not in order below */
+        data[i] = 0x1111111111111111ull * (i + 1);
+    }
+    raddrs[6] = fixture_raddr(&fx, 0, LEN - 8); /* the last 8 bytes of the region */
+    nbb = gpuic_wqe_build_put8_multi(&w, &h, fx.key[0], GPUIC_WQE_PUT8_MAX, raddrs, data);
+    CHECK(nbb == 2);
+    post(&w, nbb, 0);
+    wait_target(0);
+    if (kind == FIX_UCX) {
+        CHECK(poll_one(&cqe) && cqe.status == GPUIC_ERR_UNSUPPORTED);
+        for (unsigned i = 0; i < LEN; ++i) {
+            if (r[i] != 0) {
+                CHECK(!"a refused PUT8_MULTI wrote memory");
+                break;
+            }
+        }
+        CHECK(fixture_canaries_ok(&fx));
+        return;
+    }
+    for (unsigned i = 0; i < GPUIC_WQE_PUT8_MAX; ++i) {
+        CHECK(memcmp(r + (raddrs[i] - fixture_raddr(&fx, 0, 0)), &data[i], 8) == 0);
+    }
+    /* three puts: one block */
+    nbb = gpuic_wqe_build_put8_multi(&w, &h, fx.key[0], 3, raddrs, data + 4);
+    CHECK(nbb == 1);
+    post(&w, nbb, 0);
+    wait_target(0);
+    CHECK(memcmp(r + 8, &data[4], 8) == 0 && memcmp(r + 32, &data[5], 8) == 0 &&
+          memcmp(r + 56, &data[6], 8) == 0 && memcmp(r + 80, &data[3], 8) == 0);
+    /* one put past the end: none of them is made */
+    memcpy(before, r, LEN);
+    raddrs[4] = fixture_raddr(&fx, 0, LEN - 4);
+    nbb = gpuic_wqe_build_put8_multi(&w, &h, fx.key[0], 5, raddrs, data + 2);
+    post(&w, nbb, 0);
+    wait_target(0);
+    CHECK(poll_one(&cqe) && cqe.status == GPUIC_ERR_OUT_OF_RANGE);
+    CHECK(memcmp(before, r, LEN) == 0);
+    CHECK(fixture_canaries_ok(&fx));
+}
+
 static void run_kind(fixture_kind_t kind)
 {
     gpuic_proxy_queue_t q = {0};
@@ -384,6 +439,7 @@ static void run_kind(fixture_kind_t kind)
         test_invalid();
         test_ops();
     }
+    test_put8_multi(kind);
     CHECK(gpuic_cq_overruns(cq) == 0);
     fixture_destroy(&fx); /* the proxy first: it drains and stops */
 }

@@ -76,6 +76,35 @@ static void set_ds(gpuic_wqe_t *w, unsigned ds)
     c->qpn_ds = gpuic_htobe32((qd & ~0xffu) | ds);
 }
 
+/* Entries of several 8-byte puts: one block up to three, two blocks up to seven. */
+static void check_put8_multi(void)
+{
+    const gpuic_wqe_hdr_t hdr = {7, 3, 0};
+    gpuic_wqe_desc_t d;
+    gpuic_wqe_t w;
+    uint64_t ra[GPUIC_WQE_PUT8_MAX] = {0x100, 0x208, 0x310, 0x418, 0x520, 0x628, 0x730};
+    uint8_t payload[8 * GPUIC_WQE_PUT8_MAX];
+
+    for (unsigned i = 0; i < sizeof(payload); ++i) {
+        payload[i] = (uint8_t)(i + 1);
+    }
+    for (unsigned n = 1; n <= GPUIC_WQE_PUT8_MAX; ++n) {
+        unsigned nbb = gpuic_wqe_build_put8_multi(&w, &hdr, 9, n, ra, payload);
+
+        CHECK(nbb == (n <= 3 ? 1u : 2u));
+        CHECK(gpuic_wqe_decode(&w, nbb, &d) == GPUIC_OK && d.opcode == GPUIC_WQE_OP_PUT8_MULTI);
+        CHECK(d.ds == 1 + n && d.rkey == 9 && d.put8 != NULL && d.target == 3);
+        CHECK(gpuic_be64toh(d.put8[n - 1].raddr) == ra[n - 1] &&
+              memcmp(d.put8[n - 1].data, payload + 8 * (n - 1), 8) == 0);
+        if (nbb == 2) {
+            CHECK(gpuic_wqe_decode(&w, 1, &d) == GPUIC_ERR_INVALID_PARAM);
+        }
+    }
+    gpuic_wqe_build_put8_multi(&w, &hdr, 9, 1, ra, payload);
+    set_ds(&w, 1); /* no put at all */
+    CHECK(gpuic_wqe_decode(&w, 1, &d) == GPUIC_ERR_INVALID_PARAM);
+}
+
 static void check_malformed(void)
 {
     gpuic_wqe_t w;
@@ -149,5 +178,6 @@ int main(void)
     CHECK(gpuic_htobe16(0x1122) == 0x2211);
     check_roundtrip();
     check_malformed();
+    check_put8_multi();
     return unit_test_result("test_wqe");
 }

@@ -59,6 +59,7 @@ typedef struct MPIX_Device_target {
     bool     proxy;       /**< data moves through the window's device queue */
     bool     atomics_p2p; /**< atomics use device atomics on base (see the peer flags) */
     bool     loads;       /**< device code may load from base */
+    bool     mapped;      /**< proxy path through a mapping (MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED) */
     uint32_t key;         /**< proxy path: the key-table key of the target's window */
     int32_t  rank;        /**< the target's rank */
     MPIX_Gpuic_device_queue *queue; /**< proxy path: the window's device queue */
@@ -103,6 +104,7 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_Win_devic
     t->win = rc == MPI_ERR_WIN ? NULL : win;
     t->rank = target;
     t->proxy = false;
+    t->mapped = false;
     t->key = 0;
     t->queue = NULL;
     if (rc != MPI_SUCCESS) {
@@ -146,6 +148,7 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_Win_devic
         t->proxy = true;
         t->atomics_p2p = (flags & MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P) != 0;
         t->loads = (flags & MPIX_GPUIC_DEVICE_PEER_LOADS) != 0;
+        t->mapped = (flags & MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED) != 0;
         t->key = MPIX_GPUIC_LDG(&peer->key);
     }
     return t->status = MPI_SUCCESS;

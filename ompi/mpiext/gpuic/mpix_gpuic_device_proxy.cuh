@@ -470,6 +470,82 @@ __device__ static inline unsigned gpuic_dev_proxy_inline_bb(size_t bytes)
                                              GPUIC_WQE_SEG_SIZE));
 }
 
+/*
+ * An 8-byte put to a target the proxy reaches through a mapping, by the lanes of a warp that
+ * make one together (same queue, key and target; others form groups of their own): they share
+ * GPUIC_WQE_OP_PUT8_MULTI entries of up to GPUIC_WQE_PUT8_MAX puts, reserved by one lane, and
+ * each lane writes its own segment's tagged words (the entry's first lane its control segment
+ * and the padding), so a warp of puts is 5 entries for the proxy instead of 32.  A lone caller
+ * posts an entry of one put (one block, as an inline put).
+ */
+__device__ static inline int gpuic_dev_proxy_put8(const MPIX_Device_target *t, const void *origin,
+                                                  uint64_t raddr)
+{
+    MPIX_Gpuic_device_queue *q = t->queue;
+    unsigned active = __activemask();
+    unsigned group = __match_any_sync(active, (unsigned long long)(uintptr_t)q) &
+                     __match_any_sync(active, ((unsigned long long)t->key << 32) |
+                                                  (uint32_t)t->rank);
+    unsigned lane = threadIdx.x & 31u, leader = (unsigned)__ffs(group) - 1;
+    unsigned n = (unsigned)__popc(group), below = (unsigned)__popc(group & ((1u << lane) - 1u));
+    unsigned e = below / GPUIC_WQE_PUT8_MAX, k = below % GPUIC_WQE_PUT8_MAX;
+    unsigned entries = (n + GPUIC_WQE_PUT8_MAX - 1) / GPUIC_WQE_PUT8_MAX;
+    unsigned c = n - e * GPUIC_WQE_PUT8_MAX < GPUIC_WQE_PUT8_MAX ? n - e * GPUIC_WQE_PUT8_MAX
+                                                                 : GPUIC_WQE_PUT8_MAX;
+    unsigned last = n - (entries - 1) * GPUIC_WQE_PUT8_MAX;
+    unsigned nbb = gpuic_wqe_ds_to_bb(1 + c);
+    uint64_t first = 0, seq, mask = q->size - 1, data, t0 = gpuic_dev_proxy_trace_now(), t_fenced;
+    int rc = MPI_SUCCESS;
+
+    memcpy(&data, origin, 8); /* the origin is read before the call returns */
+    if (lane == leader) {
+        /* full entries are two blocks, the last one as many as its puts need */
+        rc = gpuic_dev_proxy_reserve(t, 2 * (entries - 1) + gpuic_wqe_ds_to_bb(1 + last), &first);
+    }
+    rc = __shfl_sync(group, rc, (int)leader);
+    first = __shfl_sync(group, first, (int)leader);
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    seq = first + 2ull * e;
+    if (k == 0) {
+        gpuic_dev_proxy_trace_open(q, seq, GPUIC_WQE_OP_RDMA_WRITE, 8 * c, t0);
+    }
+    t_fenced = gpuic_dev_proxy_trace_now(); /* nothing staged: no fence */
+    /* segment s of the entry is words 4(s % 4) .. 4(s % 4) + 3 of its block s / 4 */
+    {
+        unsigned s = 1 + k, b = s / GPUIC_WQE_SEGS_PER_BB;
+        uint64_t tag = (uint64_t)gpuic_ring_tag(seq + b, b != 0) << 32;
+        uint64_t *dst = q->tagged + ((seq + b) & mask) * GPUIC_RING_TAGGED_WORDS +
+                        (s % GPUIC_WQE_SEGS_PER_BB) * 4;
+        uint64_t be = gpuic_htobe64(raddr);
+
+        gpuic_dev_proxy_store_tagged(dst, tag | (uint32_t)be, tag | (be >> 32));
+        gpuic_dev_proxy_store_tagged(dst + 2, tag | (uint32_t)data, tag | (data >> 32));
+    }
+    if (k == 0) {
+        gpuic_wqe_ctrl_seg_t ctrl;
+        uint64_t w[2];
+
+        gpuic_wqe_set_ctrl(&ctrl, (uint16_t)seq, GPUIC_WQE_OP_PUT8_MULTI, 0, (uint32_t)t->rank,
+                           0, (uint8_t)(1 + c), 0, gpuic_htobe32(t->key));
+        memcpy(w, &ctrl, sizeof(w));
+        for (unsigned s = 0; s < nbb * GPUIC_WQE_SEGS_PER_BB; s = s == 0 ? 1 + c : s + 1) {
+            unsigned b = s / GPUIC_WQE_SEGS_PER_BB;
+            uint64_t tag = (uint64_t)gpuic_ring_tag(seq + b, b != 0) << 32;
+            uint64_t *dst = q->tagged + ((seq + b) & mask) * GPUIC_RING_TAGGED_WORDS +
+                            (s % GPUIC_WQE_SEGS_PER_BB) * 4;
+            uint64_t lo = s == 0 ? w[0] : 0, hi = s == 0 ? w[1] : 0;
+
+            /* the control segment, then the padding after the last put */
+            gpuic_dev_proxy_store_tagged(dst, tag | (uint32_t)lo, tag | (lo >> 32));
+            gpuic_dev_proxy_store_tagged(dst + 2, tag | (uint32_t)hi, tag | (hi >> 32));
+        }
+        gpuic_dev_proxy_trace_published(q, seq, 1, nbb, t_fenced);
+    }
+    return MPI_SUCCESS;
+}
+
 /* Puts @p bytes from @p origin to @p raddr; complete at the target after a proxy flush.  The
  * origin is read before the call returns. */
 __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, const void *origin,
@@ -480,6 +556,9 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
     uint64_t seq, t0 = gpuic_dev_proxy_trace_now();
     int rc;
 
+    if (bytes == 8 && t->mapped) {
+        return gpuic_dev_proxy_put8(t, origin, raddr);
+    }
     if (bytes <= GPUIC_WQE_MAX_INLINE) {
         unsigned nbb = gpuic_dev_proxy_inline_bb(bytes);
         gpuic_wqe_hdr_t h;

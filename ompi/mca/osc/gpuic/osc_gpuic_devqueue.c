@@ -289,7 +289,8 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
             /* forced: data through the proxy's copies over our mapping, atomics on it */
             rc = ompi_osc_gpuic_devqueue_key(module, q, i, GPUIC_KEYTABLE_DIRECT_COPY);
             copies = true;
-            dp->flags |= MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P | MPIX_GPUIC_DEVICE_PEER_LOADS;
+            dp->flags |= MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P | MPIX_GPUIC_DEVICE_PEER_LOADS |
+                         MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED;
         } else if (peer->win.gpu) {
             continue; /* device memory on another node: not reachable yet */
         } else if (c->direct && peer->win.direct != NULL) {
@@ -298,6 +299,7 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
              * so entries name addresses in it; osc_gpuic_direct=0 keeps them on UCX */
             rc = ompi_osc_gpuic_devqueue_key(module, q, i, GPUIC_KEYTABLE_DIRECT_HOST);
             dp->base = (uint64_t)(uintptr_t)peer->win.direct;
+            dp->flags |= MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED;
         } else {
             rc = ompi_osc_gpuic_devqueue_key(module, q, i, GPUIC_KEYTABLE_DIRECT_NONE);
             dp->base = peer->win.base;
