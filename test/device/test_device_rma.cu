@@ -335,7 +335,9 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
 
     /* 1c. 8-byte puts from many threads */
     CUDA_CHECK(cudaMemset(d_rc, 0, NRC * sizeof(int)));
-    k_put8<<<P8_THREADS / 128, 128>>>(h, rank, right, left, (uint64_t *)d_buf, d_rc);
+    /* sources after everything else in d_buf: 1b reuses what k_put left at its start */
+    k_put8<<<P8_THREADS / 128, 128>>>(h, rank, right, left,
+                                      (uint64_t *)(d_buf + 3 * BLOCK_BYTES), d_rc);
     run_kernel_rc(d_rc, h_rc);
     CHECK(h_rc[0] == MPI_SUCCESS && h_rc[1] == MPI_SUCCESS);
     CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
