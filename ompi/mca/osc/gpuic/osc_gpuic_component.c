@@ -96,7 +96,8 @@ static const struct {
 } ompi_osc_gpuic_proxy_pvars[] = {
     {"proxy_descriptors", OMPI_OSC_GPUIC_PVAR_PROXY_WQES,
      "Work-queue entries device code posted that the proxy thread consumed (device calls on "
-     "the proxy path; the entries of a call split across staging areas count one each)"},
+     "the proxy path; the entries of a call split across staging areas count one each, "
+     "8-byte puts of a warp sharing an entry count one together)"},
     {"proxy_validation_failures", OMPI_OSC_GPUIC_PVAR_PROXY_ERRORS,
      "Work-queue entries the proxy refused (bad key, generation, bounds, opcode) or whose "
      "operation failed; each also sets the window's error"},
