@@ -219,7 +219,7 @@ static int ompi_osc_gpuic_component_register(void)
     mca_osc_gpuic_component.device_queue_slots = 1024;
     (void)mca_base_component_var_register(
         c, "device_queue_slots",
-        "Work-queue slots of a window's device queue (a power of two, 4 .. 65536): device "
+        "Work-queue slots of a window's device queue (a power of two, 64 .. 65536): device "
         "operations to proxy-path targets in flight at once",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.device_queue_slots);

@@ -44,6 +44,7 @@ typedef struct ompi_osc_gpuic_devqueue {
     void *self_mapped;         /* our own host window registered for device loads, or NULL */
     gpuic_status_t reported;   /* proxy error already returned to the program */
     bool reported_state;       /* ompi_osc_gpuic_devqueue_report() has logged */
+    bool copies;               /* some target is reached by driver copies (forced proxy) */
 } ompi_osc_gpuic_devqueue_t;
 
 /* Bytes of the completion index's line in the block. */
@@ -153,11 +154,11 @@ static int ompi_osc_gpuic_devqueue_alloc(ompi_osc_gpuic_module_t *module,
     int n = ompi_comm_size(module->comm);
     void *dev = NULL;
 
-    if (ring_len == 0 || slots < 4 || slots > 65536 || stage < 64 || stage > (1u << 20) ||
-        stage % 64 != 0) {
+    if (ring_len == 0 || slots < MPIX_GPUIC_DEVICE_QUEUE_MIN_SLOTS || slots > 65536 ||
+        stage < 64 || stage > (1u << 20) || stage % 64 != 0) {
         gpuic_log(GPUIC_LOG_ERROR, "osc_gpuic_device_queue_slots (%u) must be a power of two "
-                  "in 4 .. 65536 and osc_gpuic_device_stage_bytes (%zu) a multiple of 64 in "
-                  "64 .. 1048576", slots, stage);
+                  "in %u .. 65536 and osc_gpuic_device_stage_bytes (%zu) a multiple of 64 in "
+                  "64 .. 1048576", slots, (unsigned)MPIX_GPUIC_DEVICE_QUEUE_MIN_SLOTS, stage);
         return MPI_ERR_ARG;
     }
     q = calloc(1, sizeof(*q));
@@ -309,6 +310,7 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
     }
     gpuic_proxy_resume(proxy);
     if (rc == OMPI_SUCCESS && copies) {
+        q->copies = true;
         ompi_osc_gpuic_devqueue_warn_lazy();
     }
     if (rc == OMPI_SUCCESS && !module->gpu && module->size > 0 &&
@@ -421,9 +423,14 @@ void ompi_osc_gpuic_devqueue_report(ompi_osc_gpuic_module_t *module)
               "osc_gpuic_timeout; device queue: reserved %llu, completions seen on the device "
               "%llu, full waits %llu; proxy: read %" PRIu64 ", complete %" PRIu64 ", %u of %u "
               "words at the read index tagged, %" PRIu64 " entries, %" PRIu64 " errors, %"
-              PRIu64 " sleeps", ompi_osc_gpuic_rank(module), module->id, d.reserve, d.done_seen,
-              d.full_waits, read, done, tagged, (unsigned)GPUIC_RING_TAGGED_WORDS, ps.wqes,
-              ps.errors, ps.sleeps);
+              PRIu64 " sleeps%s", ompi_osc_gpuic_rank(module), module->id, d.reserve,
+              d.done_seen, d.full_waits, read, done, tagged, (unsigned)GPUIC_RING_TAGGED_WORDS,
+              ps.wqes, ps.errors, ps.sleeps,
+              q->copies && gpuic_cuda_lazy_loading()
+                  ? " (the proxy copies with the CUDA driver and kernels load lazily: a kernel "
+                    "launched for the first time during the wait holds the copies up; load "
+                    "kernels first or set CUDA_MODULE_LOADING=EAGER)"
+                  : "");
 }
 
 int ompi_osc_gpuic_devqueue_quiesce(ompi_osc_gpuic_module_t *module)
