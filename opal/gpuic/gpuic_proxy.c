@@ -464,9 +464,6 @@ static gpuic_status_t gpuic_proxy_put_signal_word(gpuic_proxy_t *proxy, gpuic_pr
                                    sizeof(value));
 }
 
-/* Issues a decoded, structurally valid WQE.  Returns GPUIC_OK when the operation is locally
- * complete, GPUIC_INPROGRESS when op->comp will report it (the op is then kept), or the
- * error that rejects it (nothing was touched). */
 /*
  * The puts of a GPUIC_WQE_OP_PUT8_MULTI entry: every one checked against the key table before
  * any is made (a bad one fails the entry with nothing written), then copied through the key's
@@ -502,6 +499,9 @@ static gpuic_status_t gpuic_proxy_put8_multi(gpuic_proxy_t *proxy, gpuic_proxy_a
     return GPUIC_OK;
 }
 
+/* Issues a decoded, structurally valid WQE.  Returns GPUIC_OK when the operation is locally
+ * complete, GPUIC_INPROGRESS when op->comp will report it (the op is then kept), or the
+ * error that rejects it (nothing was touched). */
 static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t *a,
                                           gpuic_proxy_op_t *op, const gpuic_wqe_desc_t *d)
 {

@@ -251,7 +251,7 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
     ompi_osc_gpuic_devqueue_t *q = NULL;
     gpuic_proxy_queue_t pq = {0};
     gpuic_proxy_t *proxy;
-    bool need = false, copies = false;
+    bool need = false;
 
     if (module->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
         return OMPI_SUCCESS; /* attached regions are not reachable from device code */
@@ -289,7 +289,7 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
             }
             /* forced: data through the proxy's copies over our mapping, atomics on it */
             rc = ompi_osc_gpuic_devqueue_key(module, q, i, GPUIC_KEYTABLE_DIRECT_COPY);
-            copies = true;
+            q->copies = true;
             dp->flags |= MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P | MPIX_GPUIC_DEVICE_PEER_LOADS |
                          MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED;
         } else if (peer->win.gpu) {
@@ -309,8 +309,7 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
         dp->key = q->keyids[i];
     }
     gpuic_proxy_resume(proxy);
-    if (rc == OMPI_SUCCESS && copies) {
-        q->copies = true;
+    if (rc == OMPI_SUCCESS && q->copies) {
         ompi_osc_gpuic_devqueue_warn_lazy();
     }
     if (rc == OMPI_SUCCESS && !module->gpu && module->size > 0 &&
