@@ -30,6 +30,14 @@
  *                               launches cost on sm_90+; GPUIC_STREAM_PDL=0 turns theirs off)
  *   floor stream_write_value    cuStreamWriteValue32 to a device word, back to back (through
  *                               cudaGetDriverEntryPoint; no row where unavailable)
+ *   floor stream_agent_rtt      a request the stream writes (cuStreamWriteValue32 to a device
+ *                               word) answered by a kernel resident on another stream, which
+ *                               the stream waits for (cuStreamWaitValue32 on a second word):
+ *                               the least a stream-ordered call served by a GPU-resident agent
+ *                               instead of a kernel launch per call would cost
+ *   floor stream_agent_rtt_batch  the same request and wait as one cuStreamBatchMemOp
+ *   floor stream_write_wait     the write and a wait already satisfied, no agent (the two
+ *                               stream memory operations alone)
  *   floor graph_4_empty_kernels a captured graph of 4 empty kernels, replayed 1000 times, per
  *                               replay (the least graph_epoch's 4 kernel nodes can cost)
  *   floor graph_4_empty_kernels_pdl  the same, all 4 with the prologue and kernels 2 to 4
@@ -198,10 +206,8 @@ static double graph_4_kernels_us(cudaStream_t s, unsigned prologue, unsigned pdl
     return graph_replay_us(graph, s, false, &nodes);
 }
 
-/* cuStreamWriteValue32 from the driver, through the runtime (no -lcuda); NULL if unavailable. */
-typedef CUresult (*write_value32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-
-static write_value32_fn get_write_value32(void)
+/* A driver function through the runtime (no -lcuda); NULL if unavailable. */
+static void *get_driver_fn(const char *name)
 {
     void *fn = NULL;
     cudaError_t rc;
@@ -209,21 +215,111 @@ static write_value32_fn get_write_value32(void)
 
 #if CUDART_VERSION >= 12050
     cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    rc = cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault,
-                                          &q);
+    rc = cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q);
     found = q == cudaDriverEntryPointSuccess;
 #elif CUDART_VERSION >= 12000
     cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    rc = cudaGetDriverEntryPoint("cuStreamWriteValue32", &fn, cudaEnableDefault, &q);
+    rc = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &q);
     found = q == cudaDriverEntryPointSuccess;
 #else
-    rc = cudaGetDriverEntryPoint("cuStreamWriteValue32", &fn, cudaEnableDefault);
+    rc = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault);
 #endif
     if (rc != cudaSuccess || !found) {
         cudaGetLastError();
         return NULL;
     }
-    return (write_value32_fn)fn;
+    return fn;
+}
+
+typedef CUresult (*write_value32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+typedef CUresult (*wait_value32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+typedef CUresult (*batch_mem_op_fn)(CUstream, unsigned int, CUstreamBatchMemOpParams *,
+                                    unsigned int);
+
+/* The agent: answers every request value in *req by storing it in *resp, until it has
+ * answered @p last (or two seconds passed: a stream that stopped must not hang the bench). */
+__global__ void k_agent(const volatile uint32_t *req, volatile uint32_t *resp, uint32_t last)
+{
+    uint64_t t0, t;
+    uint32_t seen = *resp;
+
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    while (seen != last) {
+        uint32_t v = *req;
+
+        if (v != seen) {
+            seen = v;
+            __threadfence_system();
+            *resp = v;
+            continue;
+        }
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        if (t - t0 > 2000000000ull) {
+            break;
+        }
+    }
+}
+
+/* The stream_agent_rtt and stream_write_wait floors (rows only where the driver has the stream
+ * memory operations). */
+static void agent_floors(cudaStream_t s, int iters)
+{
+    write_value32_fn write_value32 = (write_value32_fn)get_driver_fn("cuStreamWriteValue32");
+    wait_value32_fn wait_value32 = (wait_value32_fn)get_driver_fn("cuStreamWaitValue32");
+    batch_mem_op_fn batch = (batch_mem_op_fn)get_driver_fn("cuStreamBatchMemOp");
+    uint32_t *words = NULL;
+    cudaStream_t side;
+
+    if (write_value32 == NULL || wait_value32 == NULL || cudaMalloc(&words, 64) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+    }
+    CUdeviceptr req = (CUdeviceptr)(uintptr_t)words, resp = req + 32, self = req + 16;
+    cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+    for (int variant = 0; variant < 2; ++variant) {
+        if (variant == 1 && batch == NULL) {
+            break;
+        }
+        cudaMemset(words, 0, 64);
+        cudaDeviceSynchronize();
+        k_agent<<<1, 1, 0, side>>>((const volatile uint32_t *)req, (volatile uint32_t *)resp,
+                                   (uint32_t)iters);
+        double us = per_call_us(s, iters, [&](int i) {
+            cuuint32_t v = (cuuint32_t)(i + 1);
+            if (variant == 0) {
+                write_value32((CUstream)s, req, v, 0);
+                wait_value32((CUstream)s, resp, v, CU_STREAM_WAIT_VALUE_GEQ);
+            } else {
+                CUstreamBatchMemOpParams ops[2];
+                memset(ops, 0, sizeof(ops));
+                ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+                ops[0].writeValue.address = req;
+                ops[0].writeValue.value = v;
+                ops[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+                ops[1].waitValue.address = resp;
+                ops[1].waitValue.value = v;
+                ops[1].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+                batch((CUstream)s, 2, ops, 0);
+            }
+        });
+        cudaStreamSynchronize(side);
+        uint32_t answered = 0;
+        cudaMemcpy(&answered, words + 8, 4, cudaMemcpyDeviceToHost);
+        if (cudaGetLastError() == cudaSuccess && answered == (uint32_t)iters) {
+            row("floor", variant == 0 ? "stream_agent_rtt" : "stream_agent_rtt_batch", 4, us,
+                "us");
+        } else {
+            fprintf(stderr, "stream_bench: agent floor %d incomplete (%u of %d)\n", variant,
+                    answered, iters);
+        }
+    }
+    row("floor", "stream_write_wait", 4, per_call_us(s, iters, [&](int i) {
+            write_value32((CUstream)s, self, (cuuint32_t)i, 0);
+            wait_value32((CUstream)s, self, 0, CU_STREAM_WAIT_VALUE_GEQ);
+        }), "us");
+    cudaGetLastError();
+    cudaStreamDestroy(side);
+    cudaFree(words);
 }
 
 __global__ void k_touch_dev(uint64_t *p)
@@ -350,7 +446,7 @@ int main(int argc, char **argv)
         }
         cudaGetLastError();
         {
-            write_value32_fn write_value32 = get_write_value32();
+            write_value32_fn write_value32 = (write_value32_fn)get_driver_fn("cuStreamWriteValue32");
             uint32_t *word = NULL;
 
             if (write_value32 != NULL && cudaMalloc(&word, sizeof(*word)) == cudaSuccess &&
@@ -364,6 +460,7 @@ int main(int argc, char **argv)
             cudaGetLastError();
             cudaFree(word);
         }
+        agent_floors(s, iters);
         {
             /* kernels with the prologue, kernels launched with the attribute (bit 0: the first) */
             static const struct { const char *name; unsigned prologue, pdl; } g4[] = {
