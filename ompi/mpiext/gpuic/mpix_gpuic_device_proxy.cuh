@@ -228,48 +228,12 @@ __device__ static inline uint64_t gpuic_dev_now_ns(void)
     return t;
 }
 
-/*
- * The queue's fixed words (set when the window was created), read by each call before its
- * first acquire load: an acquire invalidates the SM's L1, so every one of them read after it
- * is one more L2 round trip (~0.3 us) on the caller's critical path.  (The PTX of a put +
- * flush loop read the ring's size and address again after the reservation, and the address
- * of the completion index before every poll of it.)  Kept in registers; fields a call does
- * not use cost nothing.
- */
-typedef struct gpuic_dev_proxy_ring {
-    MPIX_Gpuic_device_queue *q;
-    uint64_t *tagged;
-    const uint64_t *done;
-    char *stage;
-    uint64_t stage_host;
-    uint64_t timeout_ns;
-    uint64_t mask;        /* slots - 1 */
-    uint32_t size;        /* slots */
-    uint32_t stage_bytes;
-} gpuic_dev_proxy_ring_t;
-
-__device__ static inline gpuic_dev_proxy_ring_t gpuic_dev_proxy_ring(const MPIX_Device_target *t)
-{
-    gpuic_dev_proxy_ring_t r;
-
-    r.q = t->queue;
-    r.tagged = r.q->tagged;
-    r.done = r.q->done;
-    r.stage = r.q->stage;
-    r.stage_host = r.q->stage_host;
-    r.timeout_ns = r.q->timeout_ns;
-    r.size = r.q->size;
-    r.mask = (uint64_t)r.size - 1;
-    r.stage_bytes = r.q->stage_bytes;
-    return r;
-}
-
 /* True once a wait that started at *t0 (0: not yet) has lasted longer than the queue's
  * timeout. */
-__device__ static inline bool gpuic_dev_proxy_timed_out(const gpuic_dev_proxy_ring_t *r,
+__device__ static inline bool gpuic_dev_proxy_timed_out(const MPIX_Gpuic_device_queue *q,
                                                         uint64_t *t0)
 {
-    uint64_t limit = r->timeout_ns, now;
+    uint64_t limit = q->timeout_ns, now;
 
     if (limit == 0) {
         return false;
@@ -304,17 +268,19 @@ __device__ static inline bool gpuic_dev_proxy_reached(uint64_t done, uint64_t wa
 #define GPUIC_DEV_PROXY_NAP_MAX_NS 8192u
 
 /*
- * Reads the host's index until it covers @p want (true) or %globaltimer passes @p until
- * (false), publishing every advance it sees in done_seen for the other waiters.
+ * Reads the host's index (at @p done; NULL: at q->done, read again for every read of the
+ * index, which saves the caller a register where the wait is not the hot path) until it
+ * covers @p want (true) or %globaltimer passes @p until (false), publishing every advance it
+ * sees in done_seen for the other waiters.
  */
-__device__ static inline bool gpuic_dev_proxy_poll(const gpuic_dev_proxy_ring_t *r, uint64_t want,
+__device__ static inline bool gpuic_dev_proxy_poll(MPIX_Gpuic_device_queue *q,
+                                                   const uint64_t *done, uint64_t want,
                                                    uint64_t until)
 {
-    MPIX_Gpuic_device_queue *q = r->q;
     uint64_t last = gpuic_dev_proxy_ld_relaxed(&q->done_seen);
 
     for (unsigned n = 0;; ++n) {
-        uint64_t v = gpuic_dev_proxy_load_done(r->done);
+        uint64_t v = gpuic_dev_proxy_load_done(done != NULL ? done : q->done);
 
         if (gpuic_dev_proxy_reached(v, want)) {
             gpuic_dev_proxy_max_release(&q->done_seen, v);
@@ -331,18 +297,20 @@ __device__ static inline bool gpuic_dev_proxy_poll(const gpuic_dev_proxy_ring_t 
 }
 
 /*
- * Waits until the proxy's completion index covers @p want: as the poller while this thread
- * holds the lease, otherwise by watching done_seen.  @p first_poll lets the thread poll at
- * once for one round of reads, before it looks at the lease (a lone waiter, the latency case,
- * then loses no time on it).  False when the queue's timeout passed first.
+ * Waits until the proxy's completion index (at @p done, as gpuic_dev_proxy_poll() takes it)
+ * covers @p want: as the poller while this thread holds the lease, otherwise by watching
+ * done_seen.  @p first_poll lets the thread poll at once for one round of reads, before it
+ * looks at the lease (a lone waiter, the latency case, then loses no time on it).  False when
+ * the queue's timeout passed first.
  */
-__device__ static inline bool gpuic_dev_proxy_await(const gpuic_dev_proxy_ring_t *r,
-                                                    uint64_t want, bool first_poll)
+__device__ static inline bool gpuic_dev_proxy_await(MPIX_Gpuic_device_queue *q,
+                                                    const uint64_t *done, uint64_t want,
+                                                    bool first_poll)
 {
-    MPIX_Gpuic_device_queue *q = r->q;
     uint64_t t0 = 0;
 
-    if (first_poll && gpuic_dev_proxy_poll(r, want, gpuic_dev_now_ns() + GPUIC_DEV_PROXY_FIRST_NS)) {
+    if (first_poll &&
+        gpuic_dev_proxy_poll(q, done, want, gpuic_dev_now_ns() + GPUIC_DEV_PROXY_FIRST_NS)) {
         return true;
     }
     for (;;) {
@@ -356,7 +324,7 @@ __device__ static inline bool gpuic_dev_proxy_await(const gpuic_dev_proxy_ring_t
         lease = gpuic_dev_proxy_ld_relaxed(&q->poll_lease);
         if (now > lease && atomicCAS(&q->poll_lease, lease, now + GPUIC_DEV_PROXY_LEASE_NS) ==
                                lease) {
-            bool hit = gpuic_dev_proxy_poll(r, want, now + GPUIC_DEV_PROXY_LEASE_NS);
+            bool hit = gpuic_dev_proxy_poll(q, done, want, now + GPUIC_DEV_PROXY_LEASE_NS);
 
             if (hit) {
                 /* hand the role on at once: the others may wait for more than this one */
@@ -370,27 +338,27 @@ __device__ static inline bool gpuic_dev_proxy_await(const gpuic_dev_proxy_ring_t
                                                ? GPUIC_DEV_PROXY_NAP_MAX_NS
                                                : (unsigned)nap));
         }
-        if (gpuic_dev_proxy_timed_out(r, &t0)) {
+        if (gpuic_dev_proxy_timed_out(q, &t0)) {
             return false;
         }
     }
 }
 
 /*
- * Waits, after the push, until every entry below @p seq has completed.  MPI_ERR_OTHER
- * (recorded) when the proxy does not get there within the window's timeout.
+ * Waits, its entries pushed, until the completion index at @p done_p covers every entry below
+ * @p seq.  MPI_ERR_OTHER (recorded) when the proxy does not get there within the window's
+ * timeout.
  */
 __device__ static inline int gpuic_dev_proxy_wait_pushed(const MPIX_Device_target *t,
-                                                         const gpuic_dev_proxy_ring_t *r,
-                                                         uint64_t seq)
+                                                         const uint64_t *done_p, uint64_t seq)
 {
-    MPIX_Gpuic_device_queue *q = r->q;
+    MPIX_Gpuic_device_queue *q = t->queue;
     uint64_t seen, done;
 
     /* both first looks in flight together (the relaxed one first: the acquire one orders only
      * what follows it): what other threads of this GPU have seen, and the host's index */
     seen = gpuic_dev_proxy_ld_relaxed(&q->done_seen);
-    done = gpuic_dev_proxy_load_done(r->done);
+    done = gpuic_dev_proxy_load_done(done_p);
 
     if (gpuic_dev_proxy_reached(done, seq)) {
         if ((int64_t)(done - seen) > 0) {
@@ -402,35 +370,45 @@ __device__ static inline int gpuic_dev_proxy_wait_pushed(const MPIX_Device_targe
         gpuic_dev_proxy_reached(gpuic_dev_proxy_ld_acquire(&q->done_seen), seq)) {
         return MPI_SUCCESS;
     }
-    return gpuic_dev_proxy_await(r, seq, true) ? MPI_SUCCESS
-                                               : gpuic_dev_fail(t->win, MPI_ERR_OTHER);
+    return gpuic_dev_proxy_await(q, done_p, seq, true) ? MPI_SUCCESS
+                                                       : gpuic_dev_fail(t->win, MPI_ERR_OTHER);
 }
 
-/* Waits until every entry below @p seq has completed (gpuic_dev_proxy_wait_pushed()). */
-__device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t,
-                                                  const gpuic_dev_proxy_ring_t *r, uint64_t seq)
+/*
+ * Waits until every entry below @p seq has completed (gpuic_dev_proxy_wait_pushed()).
+ *
+ * The queue's words a wait or a reservation needs after an acquire load are read before it:
+ * an acquire invalidates the SM's L1, so each such word read after it is one more L2 round
+ * trip (~0.3 us) on the caller's critical path.  (The PTX of a put + flush loop read the
+ * completion index's address before every poll of it, and the ring's size after the
+ * reservation's fetch-and-add.)  Here the index's address is read before the push, whose wait
+ * for the stores hides the load.
+ */
+__device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t, uint64_t seq)
 {
-    gpuic_dev_proxy_push(r->q);
-    return gpuic_dev_proxy_wait_pushed(t, r, seq);
+    const uint64_t *done = t->queue->done;
+
+    gpuic_dev_proxy_push(t->queue);
+    return gpuic_dev_proxy_wait_pushed(t, done, seq);
 }
 
 /* Reserves @p n consecutive slots and waits until they are free; *start_p is the first one's
  * sequence number.  One fetch-and-add, with the look at done_seen in flight beside it. */
-__device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t,
-                                                     const gpuic_dev_proxy_ring_t *r, unsigned n,
+__device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t, unsigned n,
                                                      uint64_t *start_p)
 {
-    MPIX_Gpuic_device_queue *q = r->q;
+    MPIX_Gpuic_device_queue *q = t->queue;
+    long long size = (long long)q->size; /* before the acquire (gpuic_dev_proxy_wait()) */
     unsigned long long start = atomicAdd(&q->reserve, (unsigned long long)n);
     unsigned long long lim = gpuic_dev_proxy_ld_acquire(&q->done_seen);
 
     *start_p = start;
-    if ((long long)(start + n - lim) <= (long long)r->size) {
+    if ((long long)(start + n - lim) <= size) {
         return MPI_SUCCESS;
     }
     /* the ring is full as far as this GPU knows: back-pressure */
     atomicAdd(&q->full_waits, 1ull);
-    return gpuic_dev_proxy_await(r, start + n - r->size, false)
+    return gpuic_dev_proxy_await(q, NULL, start + n - (uint64_t)size, false)
                ? MPI_SUCCESS
                : gpuic_dev_fail(t->win, MPI_ERR_OTHER);
 }
@@ -440,12 +418,14 @@ __device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t
  * the proxy takes it once every word is there.  A staged payload it points to must have been
  * fenced before (gpuic_dev_fence_stage_to_proxy()).
  */
-__device__ static inline void gpuic_dev_proxy_write(const gpuic_dev_proxy_ring_t *r, uint64_t seq,
+__device__ static inline void gpuic_dev_proxy_write(MPIX_Gpuic_device_queue *q, uint64_t seq,
                                                     const gpuic_wqe_t *wqe, unsigned nbb)
 {
+    uint64_t mask = q->size - 1;
+
     for (unsigned b = 0; b < nbb; ++b) {
         uint64_t tag = (uint64_t)gpuic_ring_tag(seq + b, b != 0) << 32;
-        uint64_t *dst = r->tagged + ((seq + b) & r->mask) * GPUIC_RING_TAGGED_WORDS;
+        uint64_t *dst = q->tagged + ((seq + b) & mask) * GPUIC_RING_TAGGED_WORDS;
         const uint64_t *src = &wqe->words[b * (GPUIC_WQE_BB_SIZE / 8)];
 
         /* not unrolled whole: the entry then stays in local memory (L1) instead of taking
@@ -468,7 +448,6 @@ __device__ static inline void gpuic_dev_proxy_write(const gpuic_dev_proxy_ring_t
  * that differ in queue or size form groups of their own.
  */
 __device__ static inline int gpuic_dev_proxy_reserve_warp(const MPIX_Device_target *t,
-                                                          const gpuic_dev_proxy_ring_t *r,
                                                           unsigned nbb, uint64_t *seq_p)
 {
     unsigned active = __activemask();
@@ -480,7 +459,7 @@ __device__ static inline int gpuic_dev_proxy_reserve_warp(const MPIX_Device_targ
     int rc = MPI_SUCCESS;
 
     if (lane == leader) {
-        rc = gpuic_dev_proxy_reserve(t, r, total, &first);
+        rc = gpuic_dev_proxy_reserve(t, total, &first);
     }
     rc = __shfl_sync(group, rc, (int)leader);
     first = __shfl_sync(group, first, (int)leader);
@@ -489,13 +468,13 @@ __device__ static inline int gpuic_dev_proxy_reserve_warp(const MPIX_Device_targ
 }
 
 /* The staging area of slot @p seq: its device address and the host address entries carry. */
-__device__ static inline char *gpuic_dev_proxy_stage(const gpuic_dev_proxy_ring_t *r,
+__device__ static inline char *gpuic_dev_proxy_stage(const MPIX_Gpuic_device_queue *q,
                                                      uint64_t seq, uint64_t *host)
 {
-    uint64_t off = (seq & r->mask) * r->stage_bytes;
+    uint64_t off = (seq & (uint64_t)(q->size - 1)) * q->stage_bytes;
 
-    *host = r->stage_host + off;
-    return r->stage + off;
+    *host = q->stage_host + off;
+    return q->stage + off;
 }
 
 /* The header every entry to @p t at @p seq carries. */
@@ -517,15 +496,16 @@ __device__ static inline unsigned gpuic_dev_proxy_inline_bb(size_t bytes)
                                              GPUIC_WQE_SEG_SIZE));
 }
 
-/* Stores segment @p s (two words, @p lo and @p hi) of the entry that starts at slot @p seq:
- * words 4(s % 4) .. 4(s % 4) + 3 of its block s / 4, tagged for that block. */
-__device__ static inline void gpuic_dev_proxy_store_seg(const gpuic_dev_proxy_ring_t *r,
+/* Stores segment @p s (two words, @p lo and @p hi) of the entry that starts at slot @p seq of
+ * the ring at @p tagged (@p mask: slots - 1): words 4(s % 4) .. 4(s % 4) + 3 of its block
+ * s / 4, tagged for that block. */
+__device__ static inline void gpuic_dev_proxy_store_seg(uint64_t *tagged, uint64_t mask,
                                                         uint64_t seq, unsigned s, uint64_t lo,
                                                         uint64_t hi)
 {
     unsigned b = s / GPUIC_WQE_SEGS_PER_BB;
     uint64_t tag = (uint64_t)gpuic_ring_tag(seq + b, b != 0) << 32;
-    uint64_t *dst = r->tagged + ((seq + b) & r->mask) * GPUIC_RING_TAGGED_WORDS +
+    uint64_t *dst = tagged + ((seq + b) & mask) * GPUIC_RING_TAGGED_WORDS +
                     (s % GPUIC_WQE_SEGS_PER_BB) * 4;
 
     gpuic_dev_proxy_store_tagged(dst, tag | (uint32_t)lo, tag | (lo >> 32));
@@ -538,14 +518,17 @@ __device__ static inline void gpuic_dev_proxy_store_seg(const gpuic_dev_proxy_ri
  * GPUIC_WQE_OP_PUT8_MULTI entries of up to GPUIC_WQE_PUT8_MAX puts, reserved by one lane, and
  * each lane writes its own segment's tagged words (the entry's first lane its control segment
  * and the padding), so a warp of puts is 5 entries for the proxy instead of 32.  A lone caller
- * posts an entry of one put (one block, as an inline put).
+ * posts an entry of one put (one block, as an inline put).  The ring's address and size are
+ * read before the reservation (gpuic_dev_proxy_wait() says why); few values are live here, so
+ * they cost no register where the kernel's other paths need more.
  */
-__device__ static inline int gpuic_dev_proxy_put8(const MPIX_Device_target *t,
-                                                  const gpuic_dev_proxy_ring_t *r,
-                                                  const void *origin, uint64_t raddr)
+__device__ static inline int gpuic_dev_proxy_put8(const MPIX_Device_target *t, const void *origin,
+                                                  uint64_t raddr)
 {
+    MPIX_Gpuic_device_queue *q = t->queue;
+    uint64_t *tagged = q->tagged, mask = q->size - 1;
     unsigned active = __activemask();
-    unsigned group = __match_any_sync(active, (unsigned long long)(uintptr_t)r->q) &
+    unsigned group = __match_any_sync(active, (unsigned long long)(uintptr_t)q) &
                      __match_any_sync(active, ((unsigned long long)t->key << 32) |
                                                   (uint32_t)t->rank);
     unsigned lane = threadIdx.x & 31u, leader = (unsigned)__ffs(group) - 1;
@@ -562,8 +545,7 @@ __device__ static inline int gpuic_dev_proxy_put8(const MPIX_Device_target *t,
     memcpy(&data, origin, 8); /* the origin is read before the call returns */
     if (lane == leader) {
         /* full entries are two blocks, the last one as many as its puts need */
-        rc = gpuic_dev_proxy_reserve(t, r, 2 * (entries - 1) + gpuic_wqe_ds_to_bb(1 + last),
-                                     &first);
+        rc = gpuic_dev_proxy_reserve(t, 2 * (entries - 1) + gpuic_wqe_ds_to_bb(1 + last), &first);
     }
     rc = __shfl_sync(group, rc, (int)leader);
     first = __shfl_sync(group, first, (int)leader);
@@ -572,10 +554,10 @@ __device__ static inline int gpuic_dev_proxy_put8(const MPIX_Device_target *t,
     }
     seq = first + 2ull * e;
     if (k == 0) {
-        gpuic_dev_proxy_trace_open(r->q, seq, GPUIC_WQE_OP_RDMA_WRITE, 8 * c, t0);
+        gpuic_dev_proxy_trace_open(q, seq, GPUIC_WQE_OP_RDMA_WRITE, 8 * c, t0);
     }
     t_fenced = gpuic_dev_proxy_trace_now(); /* nothing staged: no fence */
-    gpuic_dev_proxy_store_seg(r, seq, 1 + k, gpuic_htobe64(raddr), data);
+    gpuic_dev_proxy_store_seg(tagged, mask, seq, 1 + k, gpuic_htobe64(raddr), data);
     if (k == 0) {
         gpuic_wqe_ctrl_seg_t ctrl;
         uint64_t w[2];
@@ -584,12 +566,12 @@ __device__ static inline int gpuic_dev_proxy_put8(const MPIX_Device_target *t,
                            0, (uint8_t)(1 + c), 0, gpuic_htobe32(t->key));
         memcpy(w, &ctrl, sizeof(w));
         /* the control segment, then the padding after the last put */
-        gpuic_dev_proxy_store_seg(r, seq, 0, w[0], w[1]);
+        gpuic_dev_proxy_store_seg(tagged, mask, seq, 0, w[0], w[1]);
 #pragma unroll 1
         for (unsigned s = 1 + c; s < nbb * GPUIC_WQE_SEGS_PER_BB; ++s) {
-            gpuic_dev_proxy_store_seg(r, seq, s, 0, 0);
+            gpuic_dev_proxy_store_seg(tagged, mask, seq, s, 0, 0);
         }
-        gpuic_dev_proxy_trace_published(r->q, seq, 1, nbb, t_fenced);
+        gpuic_dev_proxy_trace_published(q, seq, 1, nbb, t_fenced);
     }
     return MPI_SUCCESS;
 }
@@ -599,21 +581,20 @@ __device__ static inline int gpuic_dev_proxy_put8(const MPIX_Device_target *t,
 __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, const void *origin,
                                                  size_t bytes, uint64_t raddr)
 {
-    gpuic_dev_proxy_ring_t r = gpuic_dev_proxy_ring(t);
-    MPIX_Gpuic_device_queue *q = r.q;
+    MPIX_Gpuic_device_queue *q = t->queue;
     gpuic_wqe_t wqe;
     uint64_t seq, t0 = gpuic_dev_proxy_trace_now();
     int rc;
 
     if (bytes == 8 && t->mapped) {
-        return gpuic_dev_proxy_put8(t, &r, origin, raddr);
+        return gpuic_dev_proxy_put8(t, origin, raddr);
     }
     if (bytes <= GPUIC_WQE_MAX_INLINE) {
         unsigned nbb = gpuic_dev_proxy_inline_bb(bytes);
         gpuic_wqe_hdr_t h;
         uint64_t t_fenced;
 
-        rc = gpuic_dev_proxy_reserve_warp(t, &r, nbb, &seq);
+        rc = gpuic_dev_proxy_reserve_warp(t, nbb, &seq);
         if (rc != MPI_SUCCESS) {
             return rc;
         }
@@ -621,17 +602,17 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
         gpuic_wqe_build_put_inline(&wqe, &h, origin, (uint32_t)bytes, raddr, t->key);
         gpuic_dev_proxy_trace_open(q, seq, GPUIC_WQE_OP_RDMA_WRITE, bytes, t0);
         t_fenced = gpuic_dev_proxy_trace_now(); /* nothing staged: no fence */
-        gpuic_dev_proxy_write(&r, seq, &wqe, nbb);
+        gpuic_dev_proxy_write(q, seq, &wqe, nbb);
         gpuic_dev_proxy_trace_published(q, seq, 1, nbb, t_fenced);
         return MPI_SUCCESS;
     }
     for (size_t off = 0; off < bytes;) {
-        size_t chunk_max = r.stage_bytes, left = bytes - off, pos = off;
+        size_t chunk_max = q->stage_bytes, left = bytes - off, pos = off;
         unsigned n = (unsigned)((left + chunk_max - 1) / chunk_max);
         uint64_t t_fenced;
 
         n = n < GPUIC_DEV_PROXY_BATCH ? n : GPUIC_DEV_PROXY_BATCH;
-        rc = gpuic_dev_proxy_reserve(t, &r, n, &seq);
+        rc = gpuic_dev_proxy_reserve(t, n, &seq);
         if (rc != MPI_SUCCESS) {
             return rc;
         }
@@ -639,7 +620,7 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
             size_t len = bytes - pos < chunk_max ? bytes - pos : chunk_max;
             uint64_t host;
 
-            gpuic_dev_copy(gpuic_dev_proxy_stage(&r, seq + i, &host), (const char *)origin + pos,
+            gpuic_dev_copy(gpuic_dev_proxy_stage(q, seq + i, &host), (const char *)origin + pos,
                            len, 0, 1);
             gpuic_dev_proxy_trace_open(q, seq + i, GPUIC_WQE_OP_RDMA_WRITE, len, t0);
             pos += len;
@@ -651,9 +632,9 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
             gpuic_wqe_hdr_t h = gpuic_dev_proxy_hdr(t, seq + i);
             uint64_t host;
 
-            gpuic_dev_proxy_stage(&r, seq + i, &host);
+            gpuic_dev_proxy_stage(q, seq + i, &host);
             gpuic_wqe_build_put(&wqe, &h, host, 0, (uint32_t)len, raddr + off, t->key);
-            gpuic_dev_proxy_write(&r, seq + i, &wqe, 1);
+            gpuic_dev_proxy_write(q, seq + i, &wqe, 1);
             off += len;
         }
         gpuic_dev_proxy_trace_published(q, seq, n, 1, t_fenced);
@@ -665,19 +646,18 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
 __device__ static inline int gpuic_dev_proxy_get(const MPIX_Device_target *t, void *origin,
                                                  size_t bytes, uint64_t raddr)
 {
-    gpuic_dev_proxy_ring_t r = gpuic_dev_proxy_ring(t);
-    MPIX_Gpuic_device_queue *q = r.q;
+    MPIX_Gpuic_device_queue *q = t->queue;
     gpuic_wqe_t wqe;
     uint64_t seq, t0 = gpuic_dev_proxy_trace_now();
     int rc;
 
     for (size_t off = 0; off < bytes;) {
-        size_t chunk_max = r.stage_bytes, left = bytes - off, pos = off;
+        size_t chunk_max = q->stage_bytes, left = bytes - off, pos = off;
         unsigned n = (unsigned)((left + chunk_max - 1) / chunk_max);
         uint64_t t_fenced;
 
         n = n < GPUIC_DEV_PROXY_BATCH ? n : GPUIC_DEV_PROXY_BATCH;
-        rc = gpuic_dev_proxy_reserve(t, &r, n, &seq);
+        rc = gpuic_dev_proxy_reserve(t, n, &seq);
         if (rc != MPI_SUCCESS) {
             return rc;
         }
@@ -694,20 +674,20 @@ __device__ static inline int gpuic_dev_proxy_get(const MPIX_Device_target *t, vo
             gpuic_wqe_hdr_t h = gpuic_dev_proxy_hdr(t, seq + i);
             uint64_t host;
 
-            gpuic_dev_proxy_stage(&r, seq + i, &host);
+            gpuic_dev_proxy_stage(q, seq + i, &host);
             gpuic_wqe_build_get(&wqe, &h, host, 0, (uint32_t)len, raddr + pos, t->key);
-            gpuic_dev_proxy_write(&r, seq + i, &wqe, 1);
+            gpuic_dev_proxy_write(q, seq + i, &wqe, 1);
             pos += len;
         }
         gpuic_dev_proxy_trace_published(q, seq, n, 1, t_fenced);
-        rc = gpuic_dev_proxy_wait(t, &r, seq + n);
+        rc = gpuic_dev_proxy_wait(t, seq + n);
         if (rc != MPI_SUCCESS) {
             return rc;
         }
         for (unsigned i = 0; i < n; ++i) {
             size_t len = bytes - off < chunk_max ? bytes - off : chunk_max;
             uint64_t host;
-            const char *stage = gpuic_dev_proxy_stage(&r, seq + i, &host);
+            const char *stage = gpuic_dev_proxy_stage(q, seq + i, &host);
 
             gpuic_dev_copy((char *)origin + off, stage, len, 0, 1);
             off += len;
@@ -721,26 +701,25 @@ __device__ static inline int gpuic_dev_proxy_atomic(const MPIX_Device_target *t,
                                                     uint64_t swap_add, uint64_t compare,
                                                     uint64_t raddr, uint64_t *old)
 {
-    gpuic_dev_proxy_ring_t r = gpuic_dev_proxy_ring(t);
-    MPIX_Gpuic_device_queue *q = r.q;
+    MPIX_Gpuic_device_queue *q = t->queue;
     gpuic_wqe_t wqe;
     gpuic_wqe_hdr_t h;
     uint64_t seq, host;
     const char *stage;
     uint64_t t0 = gpuic_dev_proxy_trace_now(), t_fenced;
-    int rc = gpuic_dev_proxy_reserve(t, &r, 1, &seq);
+    int rc = gpuic_dev_proxy_reserve(t, 1, &seq);
 
     if (rc != MPI_SUCCESS) {
         return rc;
     }
     h = gpuic_dev_proxy_hdr(t, seq);
-    stage = gpuic_dev_proxy_stage(&r, seq, &host);
+    stage = gpuic_dev_proxy_stage(q, seq, &host);
     gpuic_wqe_build_atomic(&wqe, &h, opcode, swap_add, compare, host, 0, raddr, t->key);
     gpuic_dev_proxy_trace_open(q, seq, opcode, 8, t0);
     t_fenced = gpuic_dev_proxy_trace_now(); /* nothing staged: no fence */
-    gpuic_dev_proxy_write(&r, seq, &wqe, 1);
+    gpuic_dev_proxy_write(q, seq, &wqe, 1);
     gpuic_dev_proxy_trace_published(q, seq, 1, 1, t_fenced);
-    rc = gpuic_dev_proxy_wait(t, &r, seq + 1);
+    rc = gpuic_dev_proxy_wait(t, seq + 1);
     if (rc == MPI_SUCCESS) {
         /* the proxy writes the old value in host byte order */
         *old = *(const volatile uint64_t *)stage;
@@ -755,8 +734,7 @@ __device__ static inline int gpuic_dev_proxy_put_signal(const MPIX_Device_target
                                                         uint64_t raddr, uint64_t sig_raddr,
                                                         uint64_t value, uint8_t sig_op)
 {
-    gpuic_dev_proxy_ring_t r = gpuic_dev_proxy_ring(t);
-    MPIX_Gpuic_device_queue *q = r.q;
+    MPIX_Gpuic_device_queue *q = t->queue;
     size_t head = 0, last;
     gpuic_wqe_t wqe;
     gpuic_wqe_hdr_t h;
@@ -765,10 +743,10 @@ __device__ static inline int gpuic_dev_proxy_put_signal(const MPIX_Device_target
     int rc;
 
     /* everything but the last staging area's worth goes as plain puts first */
-    if (bytes > r.stage_bytes) {
-        head = bytes - bytes % r.stage_bytes;
+    if (bytes > q->stage_bytes) {
+        head = bytes - bytes % q->stage_bytes;
         if (head == bytes) {
-            head -= r.stage_bytes;
+            head -= q->stage_bytes;
         }
         rc = gpuic_dev_proxy_put(t, origin, head, raddr);
         if (rc != MPI_SUCCESS) {
@@ -776,19 +754,19 @@ __device__ static inline int gpuic_dev_proxy_put_signal(const MPIX_Device_target
         }
     }
     last = bytes - head;
-    rc = gpuic_dev_proxy_reserve(t, &r, 2, &seq);
+    rc = gpuic_dev_proxy_reserve(t, 2, &seq);
     if (rc != MPI_SUCCESS) {
         return rc;
     }
     h = gpuic_dev_proxy_hdr(t, seq);
-    stage = gpuic_dev_proxy_stage(&r, seq, &host);
+    stage = gpuic_dev_proxy_stage(q, seq, &host);
     gpuic_dev_copy(stage, (const char *)origin + head, last, 0, 1);
     gpuic_wqe_build_put_signal(&wqe, &h, host, 0, (uint32_t)last, raddr + head, t->key,
                                sig_raddr, t->key, sig_op, value);
     gpuic_dev_proxy_trace_open(q, seq, GPUIC_WQE_OP_PUT_SIGNAL, last, t0);
     gpuic_dev_fence_stage_to_proxy();
     t_fenced = gpuic_dev_proxy_trace_now();
-    gpuic_dev_proxy_write(&r, seq, &wqe, 2);
+    gpuic_dev_proxy_write(q, seq, &wqe, 2);
     gpuic_dev_proxy_trace_published(q, seq, 1, 2, t_fenced);
     return MPI_SUCCESS;
 }
@@ -796,13 +774,13 @@ __device__ static inline int gpuic_dev_proxy_put_signal(const MPIX_Device_target
 /* Waits until everything reserved on the queue so far has completed: this thread's entries
  * (its own reservations are in the relaxed load's view) and those of threads it has
  * synchronised with.  The push first, then the bound's load beside the wait's first looks:
- * nothing waits for it before the first poll. */
+ * the first poll does not wait for it. */
 __device__ static inline int gpuic_dev_proxy_flush(const MPIX_Device_target *t)
 {
-    gpuic_dev_proxy_ring_t r = gpuic_dev_proxy_ring(t);
+    const uint64_t *done = t->queue->done;
 
-    gpuic_dev_proxy_push(r.q);
-    return gpuic_dev_proxy_wait_pushed(t, &r, gpuic_dev_proxy_ld_relaxed(&r.q->reserve));
+    gpuic_dev_proxy_push(t->queue);
+    return gpuic_dev_proxy_wait_pushed(t, done, gpuic_dev_proxy_ld_relaxed(&t->queue->reserve));
 }
 
 /* The proxy's accumulate op and type codes for a device op and type; false where the proxy
@@ -839,8 +817,8 @@ __device__ static inline int gpuic_dev_proxy_accumulate(const MPIX_Device_target
                                                         size_t esize, uint8_t op, uint8_t type,
                                                         uint64_t raddr)
 {
-    gpuic_dev_proxy_ring_t r = gpuic_dev_proxy_ring(t);
-    size_t per = r.stage_bytes / esize;
+    MPIX_Gpuic_device_queue *q = t->queue;
+    size_t per = q->stage_bytes / esize;
     gpuic_wqe_t wqe;
     uint64_t seq, host;
     int rc;
@@ -850,17 +828,17 @@ __device__ static inline int gpuic_dev_proxy_accumulate(const MPIX_Device_target
         gpuic_wqe_hdr_t h;
         char *stage;
 
-        rc = gpuic_dev_proxy_reserve(t, &r, 1, &seq);
+        rc = gpuic_dev_proxy_reserve(t, 1, &seq);
         if (rc != MPI_SUCCESS) {
             return rc;
         }
         h = gpuic_dev_proxy_hdr(t, seq);
-        stage = gpuic_dev_proxy_stage(&r, seq, &host);
+        stage = gpuic_dev_proxy_stage(q, seq, &host);
         gpuic_dev_copy(stage, (const char *)origin + done * esize, n * esize, 0, 1);
         gpuic_wqe_build_accumulate(&wqe, &h, op, type, (uint32_t)n, (uint32_t)esize, host, 0,
                                    raddr + done * esize, t->key);
         gpuic_dev_fence_stage_to_proxy();
-        gpuic_dev_proxy_write(&r, seq, &wqe, 1);
+        gpuic_dev_proxy_write(q, seq, &wqe, 1);
         done += n;
     }
     return MPI_SUCCESS;
