@@ -19,6 +19,10 @@
  * Rows (CSV: component,measure,size,value,unit):
  *   gpuic put_flush           8 B put + MPIX_Win_flush_device, per operation (origin side)
  *   gpuic *_resolved          the same through a target resolved once (MPIX_Win_target_device)
+ *   gpuic split_put_resolved  where a resolved put + flush spends its time: rounds of 16 puts,
+ *                             then a flush, then a flush with nothing outstanding; per put,
+ *   gpuic split_flush_16_resolved   per flush of 16 puts,
+ *   gpuic split_flush_empty_resolved  per flush with nothing outstanding (push + one read)
  *   gpuic pingpong_signal     put-with-signal ping-pong, one way
  *   gpuic get                 8 B get, per operation
  *   gpuic fetch_add           8 B fetch-and-add, per operation
@@ -102,6 +106,34 @@ __global__ void k_put_flush(MPIX_Win_device win, int peer, int iters, const uint
         MPIX_Win_flush_device(peer, win);
     }
     *ns = now_ns() - t0;
+}
+
+/* Where a resolved put + flush spends its time: rounds of SPLIT_PUTS puts then one flush,
+ * each part timed on its own (ns[0]: the puts, ns[1]: the flushes), and flushes with nothing
+ * outstanding (ns[2]: the push and the first read of the completion). */
+#define SPLIT_PUTS 16
+__global__ void k_put_split_target(MPIX_Win_device win, int peer, int rounds, const uint64_t *src,
+                                   uint64_t *ns)
+{
+    MPIX_Device_target t;
+    uint64_t put_ns = 0, flush_ns = 0, empty_ns = 0;
+    MPIX_Win_target_device(win, peer, &t);
+    for (int r = 0; r < rounds; ++r) {
+        uint64_t t0 = now_ns(), t1, t2;
+        for (int i = 0; i < SPLIT_PUTS; ++i) {
+            MPIX_Put_target_device(&t, src, 8, (MPI_Aint)((r * SPLIT_PUTS + i) % 1024) * 8);
+        }
+        t1 = now_ns();
+        MPIX_Win_flush_target_device(&t);
+        t2 = now_ns();
+        MPIX_Win_flush_target_device(&t);
+        empty_ns += now_ns() - t2;
+        put_ns += t1 - t0;
+        flush_ns += t2 - t1;
+    }
+    ns[0] = put_ns;
+    ns[1] = flush_ns;
+    ns[2] = empty_ns;
 }
 
 /* The same with the target resolved once (MPIX_Win_target_device), as hot loops would. */
@@ -530,6 +562,17 @@ int main(int argc, char **argv)
         row(label, "put_flush_resolved", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
         k_get_target<<<1, 1>>>(h, peer, iters, d_buf, d_ns);
         row(label, "get_resolved", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
+        {
+            int rounds = iters / SPLIT_PUTS > 0 ? iters / SPLIT_PUTS : 1;
+            uint64_t split[3] = {0, 0, 0};
+
+            k_put_split_target<<<1, 1>>>(h, peer, rounds, d_buf, d_ns);
+            cudaMemcpy(split, d_ns, sizeof(split), cudaMemcpyDeviceToHost);
+            row(label, "split_put_resolved", 8, split[0] / ((double)rounds * SPLIT_PUTS) / 1e3,
+                "us");
+            row(label, "split_flush_16_resolved", 8, split[1] / (double)rounds / 1e3, "us");
+            row(label, "split_flush_empty_resolved", 0, split[2] / (double)rounds / 1e3, "us");
+        }
     }
     MPI_Barrier(MPI_COMM_WORLD);
 
