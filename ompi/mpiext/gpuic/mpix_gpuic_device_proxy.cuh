@@ -214,6 +214,25 @@ __device__ static inline unsigned long long gpuic_dev_proxy_ld_relaxed(
     return v;
 }
 
+/*
+ * Fetch-and-add on a queue word (global memory), relaxed.  Not atomicAdd(): on a pointer the
+ * compiler cannot prove global, that is a generic atomic whose shared-memory check branches on
+ * a predicate the atomic returns, so nothing after it issued before it completed (SASS of
+ * device_bench: the reservation's look at done_seen waited for the fetch-and-add, an L2 round
+ * trip more per entry).
+ */
+__device__ static inline unsigned long long gpuic_dev_proxy_fetch_add(unsigned long long *p,
+                                                                      unsigned long long v)
+{
+    unsigned long long old;
+
+    asm volatile("atom.relaxed.gpu.global.add.u64 %0, [%1], %2;"
+                 : "=l"(old)
+                 : "l"(p), "l"(v)
+                 : "memory");
+    return old;
+}
+
 __device__ static inline void gpuic_dev_proxy_max_release(unsigned long long *p,
                                                           unsigned long long v)
 {
@@ -399,7 +418,7 @@ __device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t
 {
     MPIX_Gpuic_device_queue *q = t->queue;
     long long size = (long long)q->size; /* before the acquire (gpuic_dev_proxy_wait()) */
-    unsigned long long start = atomicAdd(&q->reserve, (unsigned long long)n);
+    unsigned long long start = gpuic_dev_proxy_fetch_add(&q->reserve, n);
     unsigned long long lim = gpuic_dev_proxy_ld_acquire(&q->done_seen);
 
     *start_p = start;
@@ -542,7 +561,15 @@ __device__ static inline int gpuic_dev_proxy_put8(const MPIX_Device_target *t, c
     uint64_t first = 0, seq, data, t0 = gpuic_dev_proxy_trace_now(), t_fenced;
     int rc = MPI_SUCCESS;
 
-    memcpy(&data, origin, 8); /* the origin is read before the call returns */
+    /* the origin is read before the call returns: when aligned (the usual case) in one load
+     * whose value is first used after the reservation, which it overlaps (read as bytes, the
+     * bytes were put together before the fetch-and-add was issued; in asm, since the compiler
+     * otherwise merges the two branches into the byte loads) */
+    if (((uintptr_t)origin & 7u) == 0) {
+        asm volatile("ld.u64 %0, [%1];" : "=l"(data) : "l"(origin) : "memory");
+    } else {
+        memcpy(&data, origin, 8);
+    }
     if (lane == leader) {
         /* full entries are two blocks, the last one as many as its puts need */
         rc = gpuic_dev_proxy_reserve(t, 2 * (entries - 1) + gpuic_wqe_ds_to_bb(1 + last), &first);
