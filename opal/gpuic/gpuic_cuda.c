@@ -5,7 +5,6 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "gpuic_log.h"
@@ -55,7 +54,6 @@ typedef struct gpuic_cuda_api {
     CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*memcpy_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
     CUresult (*stream_create)(CUstream *, unsigned int);
-    CUresult (*stream_destroy)(CUstream);
     CUresult (*memset_d8)(CUdeviceptr, unsigned char, size_t);
     CUresult (*ipc_get_mem_handle)(CUipcMemHandle *, CUdeviceptr);
     CUresult (*ipc_open_mem_handle)(CUdeviceptr *, CUipcMemHandle, unsigned int);
@@ -137,7 +135,6 @@ static int gpuic_cuda_load(void)
         {"cuMemcpy", (void **)&gpuic_cuda.memcpy},
         {"cuMemcpyAsync", (void **)&gpuic_cuda.memcpy_async},
         {"cuStreamCreate", (void **)&gpuic_cuda.stream_create},
-        {"cuStreamDestroy_v2", (void **)&gpuic_cuda.stream_destroy},
         {"cuMemsetD8_v2", (void **)&gpuic_cuda.memset_d8},
         {"cuIpcGetMemHandle", (void **)&gpuic_cuda.ipc_get_mem_handle},
         {"cuIpcOpenMemHandle_v2", (void **)&gpuic_cuda.ipc_open_mem_handle},
@@ -393,122 +390,11 @@ gpuic_status_t gpuic_cuda_memcpy(void *dst, const void *src, size_t len)
     return status;
 }
 
-/* Whether CUDA knows @p ptr (device memory, or host memory it pinned or registered); ordinary
- * pageable host memory is unknown (type 0 from the plural call, which raises no error). */
-static int gpuic_cuda_ptr_known(const void *ptr)
-{
-    CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
-    unsigned int type = 0;
-    void *data = &type;
-
-    return gpuic_cuda.pointer_get_attributes(1, &attr, &data, (CUdeviceptr)(uintptr_t)ptr) ==
-               CUDA_SUCCESS &&
-           type != 0;
-}
-
-/* Bytes of the pinned buffer through which gpuic_cuda_copy_independent() copies from pageable
- * host memory (a proxy's inline data and 8-byte puts: small). */
-#define GPUIC_CUDA_BOUNCE_BYTES 4096
-
-/* What gpuic_cuda_copy_independent() keeps per thread (the proxy thread), released when the
- * thread exits: its stream, and its pinned bounce buffer. */
-typedef struct gpuic_cuda_copier {
-    CUstream stream;
-    void *bounce;
-} gpuic_cuda_copier_t;
-
-static pthread_key_t gpuic_cuda_copier_key;
-static pthread_once_t gpuic_cuda_copier_once = PTHREAD_ONCE_INIT;
-static int gpuic_cuda_copier_key_ok;
-
-static void gpuic_cuda_copier_release(void *arg)
-{
-    gpuic_cuda_copier_t *c = arg;
-
-    /* at thread exit: errors (a context already gone) change nothing, so none is reported */
-    if (c->stream != NULL) {
-        (void)gpuic_cuda.stream_destroy(c->stream);
-    }
-    if (c->bounce != NULL) {
-        (void)gpuic_cuda.mem_host_unregister(c->bounce);
-        free(c->bounce);
-    }
-    free(c);
-}
-
-static void gpuic_cuda_copier_key_create(void)
-{
-    gpuic_cuda_copier_key_ok =
-        pthread_key_create(&gpuic_cuda_copier_key, gpuic_cuda_copier_release) == 0;
-}
-
-/* The calling thread's copier, with its stream created; NULL on failure (logged). */
-static gpuic_cuda_copier_t *gpuic_cuda_copier(void)
-{
-    gpuic_cuda_copier_t *c;
-
-    pthread_once(&gpuic_cuda_copier_once, gpuic_cuda_copier_key_create);
-    if (!gpuic_cuda_copier_key_ok) {
-        gpuic_log(GPUIC_LOG_ERROR, "copy: no thread-specific key for the copy stream");
-        return NULL;
-    }
-    c = pthread_getspecific(gpuic_cuda_copier_key);
-    if (c != NULL) {
-        return c;
-    }
-    c = calloc(1, sizeof(*c));
-    if (c == NULL) {
-        return NULL;
-    }
-    if (gpuic_cuda_check(gpuic_cuda.stream_create(&c->stream, CU_STREAM_NON_BLOCKING),
-                         "cuStreamCreate") != GPUIC_OK ||
-        pthread_setspecific(gpuic_cuda_copier_key, c) != 0) {
-        gpuic_cuda_copier_release(c);
-        return NULL;
-    }
-    return c;
-}
-
-/* The calling thread's bounce buffer (registered with CUDA), made on first use; NULL on
- * failure. */
-static void *gpuic_cuda_copier_bounce(gpuic_cuda_copier_t *c)
-{
-    void *p = NULL;
-
-    if (c->bounce != NULL) {
-        return c->bounce;
-    }
-    if (posix_memalign(&p, GPUIC_CUDA_BOUNCE_BYTES, GPUIC_CUDA_BOUNCE_BYTES) != 0) {
-        return NULL;
-    }
-    if (gpuic_cuda_check(gpuic_cuda.mem_host_register(p, GPUIC_CUDA_BOUNCE_BYTES, 0),
-                         "cuMemHostRegister") != GPUIC_OK) {
-        free(p);
-        return NULL;
-    }
-    c->bounce = p;
-    return p;
-}
-
-/* One asynchronous copy on @p stream, waited for. */
-static gpuic_status_t gpuic_cuda_copy_on(CUstream stream, void *dst, const void *src, size_t len)
-{
-    gpuic_status_t status = gpuic_cuda_check(
-        gpuic_cuda.memcpy_async((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, len,
-                                stream),
-        "cuMemcpyAsync");
-
-    if (status == GPUIC_OK) {
-        status = gpuic_cuda_check(gpuic_cuda.stream_synchronize(stream), "cuStreamSynchronize");
-    }
-    return status;
-}
-
 gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t len)
 {
-    gpuic_cuda_copier_t *c;
-    gpuic_status_t status = GPUIC_OK;
-    char *bounce;
+    /* one stream per thread that copies this way (the proxy thread): it lives as long as the
+     * thread's context */
+    static __thread CUstream stream;
 
     if (!gpuic_cuda_available()) {
         return GPUIC_ERR_NO_DEVICE;
@@ -516,27 +402,20 @@ gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t le
     if (len == 0) {
         return GPUIC_OK;
     }
-    if (gpuic_cuda_ensure_context() != GPUIC_OK || (c = gpuic_cuda_copier()) == NULL) {
+    if (gpuic_cuda_ensure_context() != GPUIC_OK) {
         return GPUIC_ERR_NO_DEVICE;
     }
-    /* A copy from pageable memory goes through the driver's own staging, which a blocking
-     * cudaMemcpy of the program's (a result read back right after a kernel launch) may hold
-     * while it waits for the kernel: if the kernel waits for this copy (a device flush through
-     * the proxy), neither ends before the queue's timeout.  Pageable sources go through this
-     * thread's pinned buffer instead, which needs no staging. */
-    if (gpuic_cuda_ptr_known(src)) {
-        return gpuic_cuda_copy_on(c->stream, dst, src, len);
+    if (stream == NULL &&
+        gpuic_cuda_check(gpuic_cuda.stream_create(&stream, CU_STREAM_NON_BLOCKING),
+                         "cuStreamCreate") != GPUIC_OK) {
+        return GPUIC_ERR_NO_DEVICE;
     }
-    if ((bounce = gpuic_cuda_copier_bounce(c)) == NULL) {
-        return GPUIC_ERR_NO_MEMORY;
-    }
-    for (size_t off = 0; off < len && status == GPUIC_OK;) {
-        size_t n = len - off < GPUIC_CUDA_BOUNCE_BYTES ? len - off : GPUIC_CUDA_BOUNCE_BYTES;
-
-        memcpy(bounce, (const char *)src + off, n);
-        /* waited for before the buffer takes the next chunk */
-        status = gpuic_cuda_copy_on(c->stream, (char *)dst + off, bounce, n);
-        off += n;
+    gpuic_status_t status = gpuic_cuda_check(
+        gpuic_cuda.memcpy_async((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, len,
+                                stream),
+        "cuMemcpyAsync");
+    if (status == GPUIC_OK) {
+        status = gpuic_cuda_check(gpuic_cuda.stream_synchronize(stream), "cuStreamSynchronize");
     }
     return status;
 }

@@ -338,10 +338,7 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
     /* sources after everything else in d_buf: 1b reuses what k_put left at its start */
     k_put8<<<P8_THREADS / 128, 128>>>(h, rank, right, left,
                                       (uint64_t *)(d_buf + 3 * BLOCK_BYTES), d_rc);
-    /* read back at once into pageable memory, as programs do: the blocking copy waits for a
-     * kernel whose flushes wait for the proxy, which must not need what the copy holds (the
-     * driver's staging for pageable memory, when the proxy copies into GPU memory) */
-    CUDA_CHECK(cudaMemcpy(h_rc, d_rc, NRC * sizeof(int), cudaMemcpyDeviceToHost));
+    run_kernel_rc(d_rc, h_rc);
     CHECK(h_rc[0] == MPI_SUCCESS && h_rc[1] == MPI_SUCCESS);
     CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
     MPI_Barrier(MPI_COMM_WORLD);
