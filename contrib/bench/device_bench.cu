@@ -567,6 +567,10 @@ int main(int argc, char **argv)
             uint64_t split[3] = {0, 0, 0};
 
             k_put_split_target<<<1, 1>>>(h, peer, rounds, d_buf, d_ns);
+            /* synchronized first, as read_ns(): with osc_gpuic_device_proxy the proxy's driver
+             * copies wait behind a blocking copy issued while the kernel waits for them
+             * (docs/streams.md, "Blocking copies and waits for the proxy") */
+            cudaDeviceSynchronize();
             cudaMemcpy(split, d_ns, sizeof(split), cudaMemcpyDeviceToHost);
             row(label, "split_put_resolved", 8, split[0] / ((double)rounds * SPLIT_PUTS) / 1e3,
                 "us");
