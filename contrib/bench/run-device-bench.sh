@@ -88,6 +88,10 @@ else
 fi
 "$top/contrib/mps.sh" stop
 
+echo "== the parts of a device put through the proxy, alone (queue_floor)"
+"$build/contrib/bench/queue_floor" --iters "$iters" | tee "$out/queue_floor.txt" ||
+    echo "queue_floor failed or was skipped (exit $?)"
+
 echo "== register cost"
 nvcc -arch=sm_90 -O2 -DOMPI_SKIP_MPICXX $(mpicc --showme:compile) -I"$top/ompi/mpiext/gpuic" \
     -I"$build/ompi/mpiext/gpuic" -I"$top/opal" -Xptxas -v -c "$top/contrib/bench/regcount.cu" -o /dev/null 2>&1 |
