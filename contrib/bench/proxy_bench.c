@@ -184,10 +184,15 @@ static void proxy_flush(void)
  * Device-queue emulation: a tagged ring with a completion index, as a window's device queue
  * (osc_gpuic_devqueue.c), fed by this thread the way GPU threads feed it
  * (mpix_gpuic_device_proxy.cuh): reserve against the completion index, write the entry as
- * tagged words, no doorbell and no commit.  8-byte inline puts to @p target; returns the rate
- * in M entries/s from the first post to the completion index covering the last.
+ * tagged words, no doorbell and no commit.  n 8-byte inline puts to @p target; returns the rate
+ * in M entries/s from the first post to the completion index covering the last.  With @p lat
+ * (room for n samples) every entry is waited for before the next is written, @p gap_ns after
+ * its completion, and lat[i] is the time from entry i's first word to the index covering it:
+ * the proxy's reaction, as a device flush sees it without the PCIe crossings (a device thread's
+ * put + flush comes every 3 us or so, which a gap of that size imitates).
  */
-static double tagged_rate(gpuic_keytable_t *keys, uint32_t tkey, uint64_t target, unsigned n)
+static double tagged_rate(gpuic_keytable_t *keys, uint32_t tkey, uint64_t target, unsigned n,
+                          uint64_t *lat, uint64_t gap_ns)
 {
     enum { SLOTS = 1024 };
     size_t len = gpuic_ring_footprint_tagged(SLOTS);
@@ -224,8 +229,17 @@ static double tagged_rate(gpuic_keytable_t *keys, uint32_t tkey, uint64_t target
         }
         gpuic_wqe_build_put_inline(&w, &h, &zero, 8, target, tkey);
         memcpy(words, w.bytes, sizeof(words));
+        uint64_t t_post = lat != NULL ? now_ns() : 0;
         for (unsigned i = 0; i < GPUIC_RING_TAGGED_WORDS; ++i) {
             __atomic_store_n(&dst[i], gpuic_ring_tagged_word(tag, words[i]), __ATOMIC_RELAXED);
+        }
+        if (lat != NULL) {
+            while (__atomic_load_n(done, __ATOMIC_ACQUIRE) < seq + 1) {
+                /* polled like the device's poller: no pause, which would add its own delay */
+            }
+            lat[seq] = now_ns() - t_post;
+            for (uint64_t until = now_ns() + gap_ns; now_ns() < until;) {
+            }
         }
     }
     while (__atomic_load_n(done, __ATOMIC_ACQUIRE) < n) {
@@ -354,13 +368,28 @@ int main(int argc, char **argv)
                n / ((double)(t2 - t0) * 1e-9) / 1e6);
     }
 
-    /* the device queue's shape: tagged words, completion index */
+    /* the device queue's shape: tagged words, completion index; the proxy serves that queue
+     * alone meanwhile, as a window's proxy does (it paces itself for GPU producers then) */
+    gpuic_proxy_remove(proxy, ring);
     {
         unsigned n = (unsigned)(scale * 2000000);
 
         printf("tagged ring (device-queue shape), %u 8-byte puts: %.2f M entries/s end to end\n",
-               n, tagged_rate(keys, key, (uint64_t)(uintptr_t)px.target, n));
+               n, tagged_rate(keys, key, (uint64_t)(uintptr_t)px.target, n, NULL, 0));
+        n = (unsigned)(scale * 20000);
+        if (n > MAX_SAMPLES) {
+            n = MAX_SAMPLES;
+        }
+        for (uint64_t gap_ns = 0; gap_ns <= 3000; gap_ns += 3000) {
+            if (tagged_rate(keys, key, (uint64_t)(uintptr_t)px.target, n, lat, gap_ns) > 0) {
+                printf("tagged ring, one entry at a time (%.0f us apart), %u 8-byte puts: entry "
+                       "written -> completion index: median %.3f us, p99 %.3f us\n",
+                       gap_ns / 1000.0, n, percentile(lat, n, 0.5) / 1000.0,
+                       percentile(lat, n, 0.99) / 1000.0);
+            }
+        }
     }
+    gpuic_proxy_add(proxy, &q);
 
     /* proxy overhead: posted (timestamp in the payload) -> UCX put issued, one at a time */
     {
