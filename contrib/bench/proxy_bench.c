@@ -9,7 +9,9 @@
  * overhead from WQE posted to UCX call issued (median and 99th percentile, measured with the
  * proxy's on_issue hook against a timestamp the producer puts in the payload), and how long an
  * idle proxy takes to pick up a WQE (the commit wakes it), and the rate of a ring shaped like a
- * window's device queue (tagged words, a completion index; this thread as the GPU threads).
+ * window's device queue (tagged words, a completion index; this thread as the GPU threads),
+ * then its latency one entry at a time, back to back and 3 us apart (the proxy serves that
+ * queue alone meanwhile, as a window's proxy does).
  *
  * Usage: proxy_bench [iterations-scale] [--no-sizes] [--direct-host]
  *   iterations-scale  default 1; --no-sizes skips the per-size table; --direct-host enters the
