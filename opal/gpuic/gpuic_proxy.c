@@ -1079,10 +1079,10 @@ static void gpuic_proxy_watch_queues(gpuic_proxy_t *proxy)
 /*
  * Idle passes a proxy fed only by GPU threads spins before it starts yielding its core (then
  * sleeping after spin_rounds, as every proxy does).  A yield costs the next entry's pickup
- * about a microsecond on a busy host when entries come a few microseconds apart, as one
- * thread's device put + flush loop sends them (proxy_bench, tagged ring one entry at a time,
- * 3 us apart, 2-core VM: entry -> completion index 1.83-1.96 us yielding after 64 idle passes,
- * 0.74-0.79 us not yielding); host producers keep the early yield (they may share the core).
+ * up to a microsecond when entries come a few microseconds apart, as one thread's device
+ * put + flush loop sends them (proxy_bench --direct-host, tagged ring one entry at a time 3 us
+ * apart, 2-core VM: entry -> completion index 0.97-1.03 us yielding after 64 idle passes,
+ * 0.78-0.82 us after 1024); host producers keep the early yield (they may share the core).
  */
 #define GPUIC_PROXY_DEVICE_YIELD_PASSES 1024u
 
