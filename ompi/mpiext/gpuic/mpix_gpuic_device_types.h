@@ -52,14 +52,14 @@ typedef struct MPIX_Gpuic_device_peer {
 /** Device code may load from @c base (the calling process's own host window, mapped into the
  *  device): what MPIX_Signal_wait_until_device needs. */
 #define MPIX_GPUIC_DEVICE_PEER_LOADS 0x4u
-/** Fewest slots a device queue may have: one reservation takes up to 64 (a warp's 32 lanes
- *  with two-block entries), and its slots must not overlap one another. */
-#define MPIX_GPUIC_DEVICE_QUEUE_MIN_SLOTS 64
-
 /** Proxy path, and the proxy reaches the target through a mapping of its window (CPU copies
  *  for host memory, driver copies for device memory), not UCX: 8-byte puts of a warp may share
  *  entries (GPUIC_WQE_OP_PUT8_MULTI). */
 #define MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED 0x8u
+
+/** Fewest slots a device queue may have: one reservation takes up to 64 (a warp's 32 lanes
+ *  with two-block entries), and its slots must not overlap one another. */
+#define MPIX_GPUIC_DEVICE_QUEUE_MIN_SLOTS 64
 
 /**
  * The window's device queue: a ring of work-queue entries in pinned host memory mapped into
