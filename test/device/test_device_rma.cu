@@ -5,7 +5,9 @@
  *     put/get/signal/flush through targets resolved once (MPIX_Win_target_device);
  *     8-byte puts from 384 threads at once, every third to the left neighbour and one lane of
  *     each warp a 16-byte put instead (on the proxy path through a mapping, the lanes of a
- *     warp share entries by target and size), each slot and the guards around them checked;
+ *     warp share entries by target and size), each slot and the guards around them checked,
+ *     in blocks of one row of 128 threads and of eight rows of 16 (warps spanning two rows:
+ *     lanes are the hardware's, not threadIdx.x % 32); a warp's put from a 16 x 2 block;
  *  2. get (thread, warp, block) back from the right neighbour;
  *  3. fetch_and_add from 512 threads of every rank on one counter: exact total, no duplicate
  *     old values; compare_and_swap increments on another counter;
@@ -40,6 +42,8 @@
 #define OFF_P8_L 20480  /* 1c: 8-byte puts to the left neighbour */
 #define OFF_P16 24576   /* 1c: a 16-byte put per warp */
 #define P8_THREADS 384  /* 1c: 3 blocks of 128 */
+#define OFF_PUT_WARP2D 32768 /* 1d: a warp's put from a two-row block */
+#define WARP2D_BYTES 4099
 #define OFF_COUNTER 60000
 #define OFF_CAS 60008
 #define OFF_ACC 61000
@@ -93,9 +97,11 @@ __host__ __device__ static uint64_t val8(int writer, int t)
 
 __global__ void k_put8(MPIX_Win_device win, int me, int right, int left, uint64_t *src, int *rc)
 {
-    int t = blockIdx.x * blockDim.x + threadIdx.x, warp = t / 32, r;
+    /* blocks of 128 threads in one row or in 8 rows of 16 (a warp then spans two rows) */
+    int in_block = threadIdx.x + blockDim.x * threadIdx.y;
+    int t = blockIdx.x * blockDim.x * blockDim.y + in_block, warp = t / 32, r;
 
-    if ((threadIdx.x & 31) == 5) {
+    if ((in_block & 31) == 5) {
         src[2 * t] = val8(me, 1000 + warp);
         src[2 * t + 1] = val8(me, 2000 + warp);
         r = MPIX_Put_device(&src[2 * t], 16, right, OFF_P16 + warp * 16, win);
@@ -110,6 +116,23 @@ __global__ void k_put8(MPIX_Win_device win, int me, int right, int left, uint64_
     r = MPIX_Win_flush_all_device(win);
     if (r != MPI_SUCCESS) {
         atomicExch(&rc[1], r);
+    }
+}
+
+/* 1d. a warp's put in a block of 16 x 2 threads: its lanes 16-31 are threadIdx.x 0-15 of the
+ * second row, and each lane must still move its own share */
+__global__ void k_put_warp_2d(MPIX_Win_device win, int me, int right, unsigned char *src, int *rc)
+{
+    int lane = threadIdx.x + 16 * threadIdx.y;
+
+    for (int i = lane; i < WARP2D_BYTES; i += 32) {
+        src[i] = pattern(me + 7, i);
+    }
+    __syncwarp();
+    int r = MPIX_Put_device_warp(src, WARP2D_BYTES, right, OFF_PUT_WARP2D, win);
+    if (lane == 0) {
+        rc[0] = r;
+        rc[1] = MPIX_Win_flush_device(right, win);
     }
 }
 
@@ -333,11 +356,57 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
         CHECK(bad == 0);
     }
 
-    /* 1c. 8-byte puts from many threads */
-    CUDA_CHECK(cudaMemset(d_rc, 0, NRC * sizeof(int)));
-    /* sources after everything else in d_buf: 1b reuses what k_put left at its start */
-    k_put8<<<P8_THREADS / 128, 128>>>(h, rank, right, left,
-                                      (uint64_t *)(d_buf + 3 * BLOCK_BYTES), d_rc);
+    /* 1c. 8-byte puts from many threads, in blocks of one row and of eight rows */
+    for (int shape = 0; shape < 2; ++shape) {
+        dim3 block = shape == 0 ? dim3(128) : dim3(16, 8);
+
+        CUDA_CHECK(cudaMemset(base + OFF_P8_R, 0xee, OFF_PUT_WARP2D - OFF_P8_R));
+        CUDA_CHECK(cudaDeviceSynchronize());
+        MPI_Barrier(MPI_COMM_WORLD);
+        CUDA_CHECK(cudaMemset(d_rc, 0, NRC * sizeof(int)));
+        /* sources after everything else in d_buf: 1b reuses what k_put left at its start */
+        k_put8<<<P8_THREADS / 128, block>>>(h, rank, right, left,
+                                            (uint64_t *)(d_buf + 3 * BLOCK_BYTES), d_rc);
+        run_kernel_rc(d_rc, h_rc);
+        CHECK(h_rc[0] == MPI_SUCCESS && h_rc[1] == MPI_SUCCESS);
+        CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
+        MPI_Barrier(MPI_COMM_WORLD);
+        CUDA_CHECK(cudaMemcpy(host, base, WIN_BYTES, cudaMemcpyDefault));
+        {
+            int bad = 0;
+            uint64_t v, guard;
+
+            memset(&guard, 0xee, sizeof(guard));
+            for (int t = 0; t < P8_THREADS; ++t) {
+                bool lane5 = t % 32 == 5;
+                /* the right region holds what the left neighbour put to its right, and so on */
+                memcpy(&v, host + OFF_P8_R + t * 8, 8);
+                bad += v != (lane5 || t % 3 == 0 ? guard : val8(left, t));
+                memcpy(&v, host + OFF_P8_L + t * 8, 8);
+                bad += v != (lane5 || t % 3 != 0 ? guard : val8(right, t));
+            }
+            for (int w = 0; w < P8_THREADS / 32; ++w) {
+                memcpy(&v, host + OFF_P16 + w * 16, 8);
+                bad += v != val8(left, 1000 + w);
+                memcpy(&v, host + OFF_P16 + w * 16 + 8, 8);
+                bad += v != val8(left, 2000 + w);
+            }
+            memcpy(&v, host + OFF_P8_R + P8_THREADS * 8, 8);
+            bad += v != guard;
+            memcpy(&v, host + OFF_P16 + P8_THREADS / 32 * 16, 8);
+            bad += v != guard;
+            if (bad) {
+                fprintf(stderr, "[rank %d] 8-byte puts, block shape %d: %d wrong slots\n", rank,
+                        shape, bad);
+            }
+            CHECK(bad == 0);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+
+    /* 1d. a warp's put from a block of two rows */
+    CUDA_CHECK(cudaMemset(d_rc, 0xff, NRC * sizeof(int)));
+    k_put_warp_2d<<<1, dim3(16, 2)>>>(h, rank, right, d_buf + 3 * BLOCK_BYTES, d_rc);
     run_kernel_rc(d_rc, h_rc);
     CHECK(h_rc[0] == MPI_SUCCESS && h_rc[1] == MPI_SUCCESS);
     CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
@@ -345,28 +414,13 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
     CUDA_CHECK(cudaMemcpy(host, base, WIN_BYTES, cudaMemcpyDefault));
     {
         int bad = 0;
-        uint64_t v, guard;
-
-        memset(&guard, 0xee, sizeof(guard));
-        for (int t = 0; t < P8_THREADS; ++t) {
-            bool lane5 = t % 32 == 5;
-            /* the right region holds what the left neighbour put to its right, and so on */
-            memcpy(&v, host + OFF_P8_R + t * 8, 8);
-            bad += v != (lane5 || t % 3 == 0 ? guard : val8(left, t));
-            memcpy(&v, host + OFF_P8_L + t * 8, 8);
-            bad += v != (lane5 || t % 3 != 0 ? guard : val8(right, t));
+        for (int i = 0; i < WARP2D_BYTES; ++i) {
+            bad += host[OFF_PUT_WARP2D + i] != host_pattern(left + 7, i);
         }
-        for (int w = 0; w < P8_THREADS / 32; ++w) {
-            memcpy(&v, host + OFF_P16 + w * 16, 8);
-            bad += v != val8(left, 1000 + w);
-            memcpy(&v, host + OFF_P16 + w * 16 + 8, 8);
-            bad += v != val8(left, 2000 + w);
+        bad += host[OFF_PUT_WARP2D + WARP2D_BYTES] != 0xee;
+        if (bad) {
+            fprintf(stderr, "[rank %d] warp put from a 16 x 2 block: %d wrong bytes\n", rank, bad);
         }
-        memcpy(&v, host + OFF_P8_R + P8_THREADS * 8, 8);
-        bad += v != guard;
-        memcpy(&v, host + OFF_P16 + P8_THREADS / 32 * 16, 8);
-        bad += v != guard;
-        if (bad) fprintf(stderr, "[rank %d] 8-byte puts: %d wrong slots\n", rank, bad);
         CHECK(bad == 0);
     }
     MPI_Barrier(MPI_COMM_WORLD);

@@ -390,14 +390,20 @@ __host__ __device__ static inline void gpuic_dev_copy(char *dst, const char *src
     gpuic_dev_copy_team<1>(dst, src, bytes, first, stride);
 }
 
-__device__ static inline unsigned gpuic_dev_lane(void)
-{
-    return threadIdx.x & 31u;
-}
-
 __device__ static inline unsigned gpuic_dev_block_rank(void)
 {
     return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+/* This thread's lane in its warp: warps are runs of 32 consecutive linear thread indices, so
+ * the lane is threadIdx.x % 32 only in blocks whose x extent is a multiple of 32 (a 16 x 2
+ * block has lanes 16-31 at threadIdx.x 0-15 of its second row); warp collectives and the
+ * _warp calls' shares of a transfer go by it.  Computed rather than read from %laneid, which
+ * kept a register more live in kernels that use the whole API (test_device_copy's 1024-thread
+ * k_put_large: 66 registers, over the 64 such a block allows; 64 with this). */
+__device__ static inline unsigned gpuic_dev_lane(void)
+{
+    return gpuic_dev_block_rank() & 31u;
 }
 
 __device__ static inline unsigned gpuic_dev_block_size(void)

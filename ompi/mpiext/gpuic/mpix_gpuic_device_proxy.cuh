@@ -364,6 +364,22 @@ __device__ static inline bool gpuic_dev_proxy_await(MPIX_Gpuic_device_queue *q,
 }
 
 /*
+ * How far done_seen may stay behind an index a thread found on its first look before it
+ * publishes it.  The publication is a release (it orders the proxy's reads of the slots before
+ * a reserver's writes to them, through this thread's acquire of the index), and a release
+ * waits for this thread's memory operations: published after every put + flush it cost about
+ * 0.3 us of the flush, and the next reservation's look at done_seen another 0.15 (one H200,
+ * one thread, resolved host-window target: 2.70 against 2.25 us a put + flush without either).
+ * Behind by less than this, a reservation still finds its slots free unless more than
+ * size - GPUIC_DEV_PROXY_PUBLISH_LAG of them are taken (then it polls the index itself and
+ * publishes what it reads), and threads napping in gpuic_dev_proxy_await() are served by the
+ * poller, which publishes every advance it reads.  At most half the smallest queue.
+ */
+#define GPUIC_DEV_PROXY_PUBLISH_LAG 32u
+static_assert(GPUIC_DEV_PROXY_PUBLISH_LAG <= MPIX_GPUIC_DEVICE_QUEUE_MIN_SLOTS / 2,
+              "done_seen may lag at most half the smallest queue");
+
+/*
  * Waits, its entries pushed, until the completion index at @p done_p covers every entry below
  * @p seq.  MPI_ERR_OTHER (recorded) when the proxy does not get there within the window's
  * timeout.
@@ -380,7 +396,7 @@ __device__ static inline int gpuic_dev_proxy_wait_pushed(const MPIX_Device_targe
     done = gpuic_dev_proxy_load_done(done_p);
 
     if (gpuic_dev_proxy_reached(done, seq)) {
-        if ((int64_t)(done - seen) > 0) {
+        if ((int64_t)(done - seen) >= (int64_t)GPUIC_DEV_PROXY_PUBLISH_LAG) {
             gpuic_dev_proxy_max_release(&q->done_seen, done);
         }
         return MPI_SUCCESS;
@@ -411,8 +427,14 @@ __device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t, u
     return gpuic_dev_proxy_wait_pushed(t, done, seq);
 }
 
-/* Reserves @p n consecutive slots and waits until they are free; *start_p is the first one's
- * sequence number.  One fetch-and-add, with the look at done_seen in flight beside it. */
+/*
+ * Reserves @p n consecutive slots and waits until they are free; *start_p is the first one's
+ * sequence number.  One fetch-and-add, with the look at done_seen in flight beside it (with
+ * acquire: it orders the proxy's reads of the slots, as published there, before this thread's
+ * writes to them).  The look issued before the fetch-and-add instead, which done_seen's only
+ * growing would allow, held the fetch-and-add back until it completed: a put 0.75-0.78 us
+ * against 0.46-0.56 (device_bench split_put_resolved, one H200, two runs each).
+ */
 __device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t, unsigned n,
                                                      uint64_t *start_p)
 {
@@ -472,7 +494,7 @@ __device__ static inline int gpuic_dev_proxy_reserve_warp(const MPIX_Device_targ
     unsigned active = __activemask();
     unsigned long long key = (unsigned long long)(uintptr_t)t->queue ^ ((unsigned long long)nbb << 60);
     unsigned group = __match_any_sync(active, key);
-    unsigned lane = threadIdx.x & 31u, leader = (unsigned)__ffs(group) - 1;
+    unsigned lane = gpuic_dev_lane(), leader = (unsigned)__ffs(group) - 1;
     unsigned below = __popc(group & ((1u << lane) - 1u)), total = nbb * __popc(group);
     uint64_t first = 0;
     int rc = MPI_SUCCESS;
@@ -532,56 +554,22 @@ __device__ static inline void gpuic_dev_proxy_store_seg(uint64_t *tagged, uint64
 }
 
 /*
- * An 8-byte put to a target the proxy reaches through a mapping, by the lanes of a warp that
- * make one together (same queue, key and target; others form groups of their own): they share
- * GPUIC_WQE_OP_PUT8_MULTI entries of up to GPUIC_WQE_PUT8_MAX puts, reserved by one lane, and
- * each lane writes its own segment's tagged words (the entry's first lane its control segment
- * and the padding), so a warp of puts is 5 entries for the proxy instead of 32.  A lone caller
- * posts an entry of one put (one block, as an inline put).  The ring's address and size are
- * read before the reservation (gpuic_dev_proxy_wait() says why); few values are live here, so
- * they cost no register where the kernel's other paths need more.
+ * Writes lane @p k's share of the GPUIC_WQE_OP_PUT8_MULTI entry of @p c puts at slot @p seq
+ * (gpuic_dev_proxy_put8()): its put's segment, and for the entry's first lane (k == 0) the
+ * control segment and the padding after the last put, which publishes the entry once every
+ * lane's words are there.
  */
-__device__ static inline int gpuic_dev_proxy_put8(const MPIX_Device_target *t, const void *origin,
-                                                  uint64_t raddr)
+__device__ static inline void gpuic_dev_proxy_put8_write(const MPIX_Device_target *t,
+                                                         uint64_t *tagged, uint64_t mask,
+                                                         uint64_t seq, unsigned k, unsigned c,
+                                                         uint64_t raddr, uint64_t data,
+                                                         uint64_t t0)
 {
-    MPIX_Gpuic_device_queue *q = t->queue;
-    uint64_t *tagged = q->tagged, mask = q->size - 1;
-    unsigned active = __activemask();
-    unsigned group = __match_any_sync(active, (unsigned long long)(uintptr_t)q) &
-                     __match_any_sync(active, ((unsigned long long)t->key << 32) |
-                                                  (uint32_t)t->rank);
-    unsigned lane = threadIdx.x & 31u, leader = (unsigned)__ffs(group) - 1;
-    unsigned n = (unsigned)__popc(group), below = (unsigned)__popc(group & ((1u << lane) - 1u));
-    unsigned e = below / GPUIC_WQE_PUT8_MAX, k = below % GPUIC_WQE_PUT8_MAX;
-    unsigned entries = (n + GPUIC_WQE_PUT8_MAX - 1) / GPUIC_WQE_PUT8_MAX;
-    unsigned c = n - e * GPUIC_WQE_PUT8_MAX < GPUIC_WQE_PUT8_MAX ? n - e * GPUIC_WQE_PUT8_MAX
-                                                                 : GPUIC_WQE_PUT8_MAX;
-    unsigned last = n - (entries - 1) * GPUIC_WQE_PUT8_MAX;
     unsigned nbb = gpuic_wqe_ds_to_bb(1 + c);
-    uint64_t first = 0, seq, data, t0 = gpuic_dev_proxy_trace_now(), t_fenced;
-    int rc = MPI_SUCCESS;
+    uint64_t t_fenced;
 
-    /* the origin is read before the call returns: when aligned (the usual case) in one load
-     * whose value is first used after the reservation, which it overlaps (read as bytes, the
-     * bytes were put together before the fetch-and-add was issued; in asm, since the compiler
-     * otherwise merges the two branches into the byte loads) */
-    if (((uintptr_t)origin & 7u) == 0) {
-        asm volatile("ld.u64 %0, [%1];" : "=l"(data) : "l"(origin) : "memory");
-    } else {
-        memcpy(&data, origin, 8);
-    }
-    if (lane == leader) {
-        /* full entries are two blocks, the last one as many as its puts need */
-        rc = gpuic_dev_proxy_reserve(t, 2 * (entries - 1) + gpuic_wqe_ds_to_bb(1 + last), &first);
-    }
-    rc = __shfl_sync(group, rc, (int)leader);
-    first = __shfl_sync(group, first, (int)leader);
-    if (rc != MPI_SUCCESS) {
-        return rc;
-    }
-    seq = first + 2ull * e;
     if (k == 0) {
-        gpuic_dev_proxy_trace_open(q, seq, GPUIC_WQE_OP_RDMA_WRITE, 8 * c, t0);
+        gpuic_dev_proxy_trace_open(t->queue, seq, GPUIC_WQE_OP_RDMA_WRITE, 8 * c, t0);
     }
     t_fenced = gpuic_dev_proxy_trace_now(); /* nothing staged: no fence */
     gpuic_dev_proxy_store_seg(tagged, mask, seq, 1 + k, gpuic_htobe64(raddr), data);
@@ -592,15 +580,76 @@ __device__ static inline int gpuic_dev_proxy_put8(const MPIX_Device_target *t, c
         gpuic_wqe_set_ctrl(&ctrl, (uint16_t)seq, GPUIC_WQE_OP_PUT8_MULTI, 0, (uint32_t)t->rank,
                            0, (uint8_t)(1 + c), 0, gpuic_htobe32(t->key));
         memcpy(w, &ctrl, sizeof(w));
-        /* the control segment, then the padding after the last put */
         gpuic_dev_proxy_store_seg(tagged, mask, seq, 0, w[0], w[1]);
-#pragma unroll 1
         for (unsigned s = 1 + c; s < nbb * GPUIC_WQE_SEGS_PER_BB; ++s) {
             gpuic_dev_proxy_store_seg(tagged, mask, seq, s, 0, 0);
         }
-        gpuic_dev_proxy_trace_published(q, seq, 1, nbb, t_fenced);
+        gpuic_dev_proxy_trace_published(t->queue, seq, 1, nbb, t_fenced);
     }
-    return MPI_SUCCESS;
+}
+
+/*
+ * An 8-byte put to a target the proxy reaches through a mapping, by the lanes of a warp that
+ * make one together (same queue, key and target; others form groups of their own): they share
+ * GPUIC_WQE_OP_PUT8_MULTI entries of up to GPUIC_WQE_PUT8_MAX puts, reserved by one lane, and
+ * each lane writes its own segment's tagged words (the entry's first lane its control segment
+ * and the padding), so a warp of puts is 5 entries for the proxy instead of 32.  A lane alone
+ * in its warp (one thread's put + flush loop) posts an entry of one put (one block) without
+ * the grouping: two matches, the shuffles of the reservation and the general entry layout
+ * cost a lone put + flush about 0.2 us (one H200, one thread's loop on a resolved host-window
+ * target: 2.87-2.90 us with them, 2.70 with the entry written for one lane, before done_seen
+ * was published lazily: GPUIC_DEV_PROXY_PUBLISH_LAG).  The ring's address and size are
+ * read before the reservation (gpuic_dev_proxy_wait() says why); few values are live here, so
+ * they cost no register where the kernel's other paths need more.
+ */
+__device__ static inline int gpuic_dev_proxy_put8(const MPIX_Device_target *t, const void *origin,
+                                                  uint64_t raddr)
+{
+    MPIX_Gpuic_device_queue *q = t->queue;
+    uint64_t *tagged = q->tagged, mask = q->size - 1;
+    unsigned active = __activemask(), lane = gpuic_dev_lane();
+    uint64_t first = 0, data, t0 = gpuic_dev_proxy_trace_now();
+    int rc;
+
+    /* the origin is read before the call returns: when aligned (the usual case) in one load
+     * whose value is first used after the reservation, which it overlaps (read as bytes, the
+     * bytes were put together before the fetch-and-add was issued; in asm, since the compiler
+     * otherwise merges the two branches into the byte loads) */
+    if (((uintptr_t)origin & 7u) == 0) {
+        asm volatile("ld.u64 %0, [%1];" : "=l"(data) : "l"(origin) : "memory");
+    } else {
+        memcpy(&data, origin, 8);
+    }
+    if (active == 1u << lane) {
+        rc = gpuic_dev_proxy_reserve(t, 1, &first);
+        if (rc == MPI_SUCCESS) {
+            gpuic_dev_proxy_put8_write(t, tagged, mask, first, 0, 1, raddr, data, t0);
+        }
+        return rc;
+    }
+
+    unsigned group = __match_any_sync(active, (unsigned long long)(uintptr_t)q) &
+                     __match_any_sync(active, ((unsigned long long)t->key << 32) |
+                                                  (uint32_t)t->rank);
+    unsigned leader = (unsigned)__ffs(group) - 1;
+    unsigned n = (unsigned)__popc(group), below = (unsigned)__popc(group & ((1u << lane) - 1u));
+    unsigned e = below / GPUIC_WQE_PUT8_MAX, k = below % GPUIC_WQE_PUT8_MAX;
+    unsigned entries = (n + GPUIC_WQE_PUT8_MAX - 1) / GPUIC_WQE_PUT8_MAX;
+    unsigned c = n - e * GPUIC_WQE_PUT8_MAX < GPUIC_WQE_PUT8_MAX ? n - e * GPUIC_WQE_PUT8_MAX
+                                                                 : GPUIC_WQE_PUT8_MAX;
+    unsigned last = n - (entries - 1) * GPUIC_WQE_PUT8_MAX;
+
+    rc = MPI_SUCCESS;
+    if (lane == leader) {
+        /* full entries are two blocks, the last one as many as its puts need */
+        rc = gpuic_dev_proxy_reserve(t, 2 * (entries - 1) + gpuic_wqe_ds_to_bb(1 + last), &first);
+    }
+    rc = __shfl_sync(group, rc, (int)leader);
+    first = __shfl_sync(group, first, (int)leader);
+    if (rc == MPI_SUCCESS) {
+        gpuic_dev_proxy_put8_write(t, tagged, mask, first + 2ull * e, k, c, raddr, data, t0);
+    }
+    return rc;
 }
 
 /* Puts @p bytes from @p origin to @p raddr; complete at the target after a proxy flush.  The
