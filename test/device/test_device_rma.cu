@@ -302,6 +302,20 @@ static int run_kernel_rc(int *d_rc, int *h_rc)
     return 0;
 }
 
+/* After a kernel of puts: checks that its first @p n return codes are MPI_SUCCESS, completes
+ * the puts from the host side and, once every rank got there, reads the window into @p host. */
+static void puts_done_read_window(int *d_rc, int n, MPI_Win win, const unsigned char *base,
+                                  unsigned char *host)
+{
+    int h_rc[NRC];
+
+    run_kernel_rc(d_rc, h_rc);
+    for (int i = 0; i < n; ++i) CHECK(h_rc[i] == MPI_SUCCESS);
+    CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CUDA_CHECK(cudaMemcpy(host, base, WIN_BYTES, cudaMemcpyDefault));
+}
+
 static void test_device_calls(MPI_Win win, unsigned char *base)
 {
     MPIX_Win_device h = NULL;
@@ -340,11 +354,7 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
     /* 1. puts */
     CUDA_CHECK(cudaMemset(d_rc, 0xff, NRC * sizeof(int)));
     k_put<<<1, 128>>>(h, rank, right, d_buf, d_rc);
-    run_kernel_rc(d_rc, h_rc);
-    for (int i = 0; i < 6; ++i) CHECK(h_rc[i] == MPI_SUCCESS);
-    CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
-    MPI_Barrier(MPI_COMM_WORLD);
-    CUDA_CHECK(cudaMemcpy(host, base, WIN_BYTES, cudaMemcpyDefault));
+    puts_done_read_window(d_rc, 6, win, base, host);
     {
         int bad = 0;
         for (int i = 0; i < 256; ++i) bad += host[OFF_PUT_THREAD + i] != host_pattern(left, i);
@@ -367,11 +377,7 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
         /* sources after everything else in d_buf: 1b reuses what k_put left at its start */
         k_put8<<<P8_THREADS / 128, block>>>(h, rank, right, left,
                                             (uint64_t *)(d_buf + 3 * BLOCK_BYTES), d_rc);
-        run_kernel_rc(d_rc, h_rc);
-        CHECK(h_rc[0] == MPI_SUCCESS && h_rc[1] == MPI_SUCCESS);
-        CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
-        MPI_Barrier(MPI_COMM_WORLD);
-        CUDA_CHECK(cudaMemcpy(host, base, WIN_BYTES, cudaMemcpyDefault));
+        puts_done_read_window(d_rc, 2, win, base, host);
         {
             int bad = 0;
             uint64_t v, guard;
@@ -407,11 +413,7 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
     /* 1d. a warp's put from a block of two rows */
     CUDA_CHECK(cudaMemset(d_rc, 0xff, NRC * sizeof(int)));
     k_put_warp_2d<<<1, dim3(16, 2)>>>(h, rank, right, d_buf + 3 * BLOCK_BYTES, d_rc);
-    run_kernel_rc(d_rc, h_rc);
-    CHECK(h_rc[0] == MPI_SUCCESS && h_rc[1] == MPI_SUCCESS);
-    CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
-    MPI_Barrier(MPI_COMM_WORLD);
-    CUDA_CHECK(cudaMemcpy(host, base, WIN_BYTES, cudaMemcpyDefault));
+    puts_done_read_window(d_rc, 2, win, base, host);
     {
         int bad = 0;
         for (int i = 0; i < WARP2D_BYTES; ++i) {
