@@ -3,8 +3,8 @@
  * variants of the device API's own code (one H200, two ranks under MPS, a host window, so the
  * peer's target is on the proxy path; rank 0 alone drives).  A study, not a benchmark: several
  * variants below leave out something the API needs for correctness (the free-slot check, the
- * publication of done_seen, the acquire after a poll) to measure what it costs; the API itself
- * is the "api" rows.
+ * publication of the free bound, the acquire after a poll, the single-copy guarantee of the
+ * entry's stores) to measure what it costs; the API itself is the "api" rows.
  *
  *   mpirun -np 2 --mca osc gpuic flush_study [ITERS] [--waits] [--parts] [--floors]
  *   (none of the three: all of them)
@@ -15,14 +15,16 @@
  *           keeps four relaxed reads in flight T ns apart (a fence after the hit; "nofence"
  *           without it, not correct); "nopush" skips the push.
  * --parts   the put and the flush with parts left out: "lone" writes a one-lane entry
- *           directly, "nofree" skips the free-slot check, "relaxedfree" makes it relaxed,
- *           "early_*" issues it before the fetch-and-add, "flushlite" polls without reading or
- *           (with nofree) publishing done_seen; "_st" rows time put, flush and the loop.
+ *           directly, "nofree" skips the free-slot check, "relaxedfa" makes the reservation's
+ *           fetch-and-add relaxed, "wt" writes the entry with write-through stores (st.wt),
+ *           "flushlite" polls the index without looking at done_seen and (unless nofree)
+ *           publishes the free bound after every flush, "nopush" leaves out the push; "_st"
+ *           rows time put, flush and the loop.
  * --floors  GPU -> CPU -> GPU round trips through mapped host memory answered by a host
  *           thread: a volatile store + __threadfence_system (device_bench's floor), st.mmio,
- *           a relaxed store or an entry's 8 x 16 bytes + a release reduction, delayed or
- *           pipelined reads, and the host thread's answer as a non-temporal store or flushed
- *           from its cache.
+ *           a relaxed store or an entry's 8 x 16 bytes + a release reduction, write-through
+ *           (st.wt) or streaming (st.cs) stores without a fence, delayed or pipelined reads,
+ *           and the host thread's answer as a non-temporal store or flushed from its cache.
  *
  * Rows: name, parameter, us per iteration, then push / first-read times (--waits) or the
  * put / flush / between split ("_st" rows), and the read histogram where counted.
@@ -74,18 +76,19 @@ __global__ void k_study(MPIX_Win_device win, int peer, int iters, const uint64_t
         const uint64_t *done = q->done;
         uint64_t a = tnow();
         if (v != V_NOPUSH) gpuic_dev_proxy_push(q);
-        uint64_t want = gpuic_dev_proxy_ld_relaxed(&q->reserve);
+        unsigned long long w = gpuic_dev_proxy_ld_relaxed(&q->tickets);
+        uint64_t want = gpuic_dev_proxy_ticket_of(w);
         uint64_t b = tnow();
         push_ns += b - a;
         if (v == V_INSTR || v == V_DELAY) {
             if (v == V_DELAY) spin_until(b + param);
             int n = 0;
-            uint64_t x;
+            uint64_t x, f;
             do {
-                x = gpuic_dev_proxy_load_done(done);
+                x = gpuic_dev_proxy_load_done(done, &f);
                 if (++n == 1) first_ns += tnow() - b;
             } while (!gpuic_dev_proxy_reached(x, want));
-            gpuic_dev_proxy_max_release(&q->done_seen, x);
+            gpuic_dev_proxy_bound_publish(q, w, (uint32_t)f);
             hist[n > 8 ? 7 : n - 1]++;
         } else if (v == V_PIPE || v == V_PIPE_NOFENCE) {
             /* rolling pipeline of 4 relaxed reads, param ns apart */
@@ -110,7 +113,7 @@ __global__ void k_study(MPIX_Win_device win, int peer, int iters, const uint64_t
             gpuic_dev_proxy_max_release(&q->done_seen, x);
             hist[n > 8 ? 7 : n - 1]++;
         } else if (v == V_NOPUSH) {
-            gpuic_dev_proxy_wait_pushed(&t, done, want);
+            gpuic_dev_proxy_wait_pushed(&t, done, want, w);
         }
     }
     st[0] = tnow() - t0;
@@ -121,37 +124,60 @@ __global__ void k_study(MPIX_Win_device win, int peer, int iters, const uint64_t
 
 
 /* a lone lane's 8-byte put, knock-out flags for measurement */
-enum { F_LONE = 1, F_RELAXED_FREE = 2, F_NO_FREE = 4, F_FLUSH_LITE = 8, F_STAMPS = 16,
-       F_NO_MATCH = 32, F_EARLY_RELAXED = 64, F_EARLY_ACQ = 128 };
+enum { F_LONE = 1, F_NO_FREE = 4, F_FLUSH_LITE = 8, F_STAMPS = 16, F_RELAXED_FA = 256,
+       F_WT = 512, F_NO_PUSH = 1024 };
+
+/* the reservation's fetch-and-add relaxed (the API's is acquire, for its free bound) */
+__device__ static inline unsigned long long fetch_add_relaxed(unsigned long long *p,
+                                                              unsigned long long v)
+{
+    unsigned long long old;
+    asm volatile("atom.relaxed.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v)
+                 : "memory");
+    return old;
+}
+
+/* gpuic_dev_proxy_store_seg() with write-through stores (st.wt: through the L2 to system
+ * memory at once; weak stores, so not the API's single-copy guarantee) */
+__device__ static inline void store_seg_wt(uint64_t *tagged, uint64_t mask, uint64_t seq,
+                                           unsigned s, uint64_t lo, uint64_t hi)
+{
+    unsigned b = s / GPUIC_WQE_SEGS_PER_BB;
+    uint64_t tag = (uint64_t)gpuic_ring_tag(seq + b, b != 0) << 32;
+    uint64_t *dst = tagged + ((seq + b) & mask) * GPUIC_RING_TAGGED_WORDS +
+                    (s % GPUIC_WQE_SEGS_PER_BB) * 4;
+    asm volatile("st.global.wt.v2.u64 [%0], {%1, %2};" ::"l"(dst), "l"(tag | (uint32_t)lo),
+                 "l"(tag | (lo >> 32)) : "memory");
+    asm volatile("st.global.wt.v2.u64 [%0], {%1, %2};" ::"l"(dst + 2), "l"(tag | (uint32_t)hi),
+                 "l"(tag | (hi >> 32)) : "memory");
+}
 __device__ static inline uint64_t put8_lone(const MPIX_Device_target *t, const void *origin,
                                             uint64_t raddr, unsigned fl)
 {
     MPIX_Gpuic_device_queue *q = t->queue;
     uint64_t *tagged = q->tagged, mask = q->size - 1, data, seq;
-    long long size = (long long)q->size;
+    uint32_t size = q->size;
 
-    unsigned long long early = 0;
-    if (fl & F_EARLY_RELAXED) early = gpuic_dev_proxy_ld_relaxed(&q->done_seen);
-    if (fl & F_EARLY_ACQ) early = gpuic_dev_proxy_ld_acquire(&q->done_seen);
     asm volatile("ld.u64 %0, [%1];" : "=l"(data) : "l"(origin) : "memory");
-    seq = gpuic_dev_proxy_fetch_add(&q->reserve, 1);
-    if (fl & (F_EARLY_RELAXED | F_EARLY_ACQ)) {
-        if ((long long)(seq + 1 - early) > size) {
-            gpuic_dev_proxy_await(q, NULL, seq + 1 - (uint64_t)size, false);
-        }
-    } else if (!(fl & F_NO_FREE)) {
-        unsigned long long lim = (fl & F_RELAXED_FREE) ? gpuic_dev_proxy_ld_relaxed(&q->done_seen)
-                                                       : gpuic_dev_proxy_ld_acquire(&q->done_seen);
-        if ((long long)(seq + 1 - lim) > size) {
-            gpuic_dev_proxy_await(q, NULL, seq + 1 - (uint64_t)size, false);
-        }
+    unsigned long long rw = (fl & F_RELAXED_FA) ? fetch_add_relaxed(&q->tickets, 1ull << 32)
+                                                : gpuic_dev_proxy_fetch_add(&q->tickets, 1ull << 32);
+    seq = gpuic_dev_proxy_ticket_of(rw);
+    if (!(fl & F_NO_FREE) && (uint32_t)(seq + 1 - gpuic_dev_proxy_bound_of(rw)) > size) {
+        gpuic_dev_proxy_reserve_slow(t, (uint32_t)seq, 1);
     }
-    gpuic_dev_proxy_store_seg(tagged, mask, seq, 1, gpuic_htobe64(raddr), data);
     gpuic_wqe_ctrl_seg_t ctrl;
     uint64_t w[2];
     gpuic_wqe_set_ctrl(&ctrl, (uint16_t)seq, GPUIC_WQE_OP_PUT8_MULTI, 0, (uint32_t)t->rank, 0, 2,
                        0, gpuic_htobe32(t->key));
     memcpy(w, &ctrl, sizeof(w));
+    if (fl & F_WT) {
+        store_seg_wt(tagged, mask, seq, 1, gpuic_htobe64(raddr), data);
+        store_seg_wt(tagged, mask, seq, 0, w[0], w[1]);
+        store_seg_wt(tagged, mask, seq, 2, 0, 0);
+        store_seg_wt(tagged, mask, seq, 3, 0, 0);
+        return seq;
+    }
+    gpuic_dev_proxy_store_seg(tagged, mask, seq, 1, gpuic_htobe64(raddr), data);
     gpuic_dev_proxy_store_seg(tagged, mask, seq, 0, w[0], w[1]);
     gpuic_dev_proxy_store_seg(tagged, mask, seq, 2, 0, 0);
     gpuic_dev_proxy_store_seg(tagged, mask, seq, 3, 0, 0);
@@ -179,12 +205,15 @@ __global__ void k_study2(MPIX_Win_device win, int peer, int iters, const uint64_
         if (fl & F_STAMPS) { b = tnow(); sp += b - a; }
         if (fl & F_FLUSH_LITE) {
             const uint64_t *done = t.queue->done;
-            uint64_t x;
-            gpuic_dev_proxy_push(t.queue);
+            uint64_t x, f;
+            if (!(fl & F_NO_PUSH)) gpuic_dev_proxy_push(t.queue);
             do {
-                x = gpuic_dev_proxy_load_done(done);
+                x = gpuic_dev_proxy_load_done(done, &f);
             } while (!gpuic_dev_proxy_reached(x, seq + 1));
-            if (!(fl & F_NO_FREE)) gpuic_dev_proxy_max_release(&t.queue->done_seen, x);
+            if (!(fl & F_NO_FREE)) {
+                gpuic_dev_proxy_bound_publish(t.queue, gpuic_dev_proxy_ld_relaxed(&t.queue->tickets),
+                                              (uint32_t)f);
+            }
         } else {
             MPIX_Win_flush_target_device(&t);
         }
@@ -199,7 +228,8 @@ __global__ void k_study2(MPIX_Win_device win, int peer, int iters, const uint64_
 
 /* floors: request store flavours and poll flavours, answered by a host thread */
 enum {
-    F_VOL_SC, F_MMIO_NOFENCE, F_MMIO_ACQ, F_RELAXED_RED, F_VOL_SC_DELAY, F_VOL_SC_PIPE, F_8ST_RED
+    F_VOL_SC, F_MMIO_NOFENCE, F_MMIO_ACQ, F_RELAXED_RED, F_VOL_SC_DELAY, F_VOL_SC_PIPE, F_8ST_RED,
+    F_WT_NOFENCE, F_8ST_WT, F_CS_NOFENCE
 };
 __global__ void k_floor(uint64_t *req, uint64_t *resp, int iters, int mode, uint64_t param,
                         unsigned long long *dword, uint64_t *st)
@@ -219,6 +249,15 @@ __global__ void k_floor(uint64_t *req, uint64_t *resp, int iters, int mode, uint
 #else
             *(volatile uint64_t *)req = r;
 #endif
+        } else if (mode == F_WT_NOFENCE) {
+            asm volatile("st.global.wt.u64 [%0], %1;" ::"l"(req), "l"(r) : "memory");
+        } else if (mode == F_CS_NOFENCE) {
+            asm volatile("st.global.cs.u64 [%0], %1;" ::"l"(req), "l"(r) : "memory");
+        } else if (mode == F_8ST_WT) {
+            for (int k = 7; k >= 0; --k) {
+                asm volatile("st.global.wt.v2.u64 [%0], {%1, %2};"
+                             ::"l"(req + 2 * k), "l"(r), "l"(r) : "memory");
+            }
         } else if (mode == F_8ST_RED) {
             /* an entry's worth: 8 x 16 bytes, the request word last */
             for (int k = 7; k >= 0; --k) {
@@ -349,15 +388,17 @@ int main(int argc, char **argv)
     if (rank == 0 && parts) {
         struct { const char *n; unsigned f; } vs[] = {
             {"api", 0}, {"api_stamps", F_STAMPS}, {"lone", F_LONE},
-            {"lone_stamps", F_LONE | F_STAMPS}, {"lone_relaxedfree", F_LONE | F_RELAXED_FREE},
-            {"lone_nofree", F_LONE | F_NO_FREE}, {"lone_flushlite", F_LONE | F_FLUSH_LITE},
+            {"lone_stamps", F_LONE | F_STAMPS}, {"lone_nofree", F_LONE | F_NO_FREE},
+            {"lone_nofree_st", F_LONE | F_NO_FREE | F_STAMPS},
+            {"lone_relaxedfa_nofree", F_LONE | F_RELAXED_FA | F_NO_FREE},
+            {"lone_flushlite", F_LONE | F_FLUSH_LITE},
             {"lone_flushlite_stamps", F_LONE | F_FLUSH_LITE | F_STAMPS},
             {"lone_nofree_flushlite", F_LONE | F_NO_FREE | F_FLUSH_LITE},
             {"lone_nofree_flushlite_st", F_LONE | F_NO_FREE | F_FLUSH_LITE | F_STAMPS},
-            {"lone_early_relaxed", F_LONE | F_EARLY_RELAXED},
-            {"lone_early_relaxed_st", F_LONE | F_EARLY_RELAXED | F_STAMPS},
-            {"lone_early_acquire", F_LONE | F_EARLY_ACQ},
-            {"lone_early_acquire_st", F_LONE | F_EARLY_ACQ | F_STAMPS},
+            {"lone_wt", F_LONE | F_WT},
+            {"lone_wt_flushlite_nopush", F_LONE | F_WT | F_FLUSH_LITE | F_NO_PUSH},
+            {"lone_flushlite_nopush", F_LONE | F_FLUSH_LITE | F_NO_PUSH},
+            {"api", 0}, {"lone", F_LONE}, {"lone_nofree", F_LONE | F_NO_FREE},
         };
         k_study2<<<1, 1>>>(h, 1, 200, d_src, 0, d_st);
         cudaDeviceSynchronize();
@@ -385,6 +426,8 @@ int main(int argc, char **argv)
             {"floor_sc_delay", F_VOL_SC_DELAY, 100}, {"floor_sc_delay", F_VOL_SC_DELAY, 300},
             {"floor_sc_pipe", F_VOL_SC_PIPE, 100}, {"floor_sc_pipe", F_VOL_SC_PIPE, 250},
             {"floor_vol_sc_echo_nt", F_VOL_SC, 1}, {"floor_vol_sc_echo_clflush", F_VOL_SC, 2},
+            {"floor_wt_nofence", F_WT_NOFENCE, 0}, {"floor_8st_wt", F_8ST_WT, 0},
+            {"floor_cs_nofence", F_CS_NOFENCE, 0}, {"floor_vol_sc", F_VOL_SC, 0},
         };
         for (int rep = 0; rep < 2; ++rep)
             for (size_t i = 0; i < sizeof(fs) / sizeof(fs[0]); ++i) {

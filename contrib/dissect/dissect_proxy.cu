@@ -96,7 +96,7 @@ __global__ void k_proxy(MPIX_Win_device win, uint64_t *scratch, uint64_t *info, 
     proxy_anchor(&info[1], &info[2]);
     for (int i = 0; i < iters && rc == MPI_SUCCESS; ++i) {
         /* the only producer: the next reservation is this operation's entry */
-        uint64_t seq = *(volatile unsigned long long *)&t.queue->reserve;
+        uint64_t seq = *(volatile unsigned long long *)&t.queue->tickets >> 32;
         uint64_t c0 = (uint64_t)clock64();
 
         switch (op) {

@@ -102,6 +102,11 @@ typedef struct gpuic_proxy_attached {
     unsigned *tally_index;    /* per target: its tally in that round */
     unsigned release_batch;   /* slots read before they are handed back to producers */
     uint64_t done_owed;       /* completion index last recorded in a round */
+    /* WQEs with a result in a staging area whose producer has not acknowledged it yet
+     * (queues with a free index): their sequence numbers in ring order, at most one lap */
+    uint64_t *held;
+    uint64_t held_head, held_tail;
+    uint64_t free_pub;        /* free index last stored */
 #ifdef GPUIC_TRACE
     gpuic_trace_view_t trace; /* the queue's trace, resolved once (NULL records: none) */
 #endif
@@ -610,15 +615,21 @@ static gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_atta
 }
 
 /* Consumes one WQE copied into op: decode, execute, account in the round.  The op is
- * returned to the free list unless UCX still holds it. */
+ * returned to the free list unless UCX still holds it.  Sets *result when the WQE is one
+ * whose producer reads a result from its staging area (a get, an atomic) once it completes,
+ * whether or not it executed. */
 static void gpuic_proxy_process(gpuic_proxy_t *proxy, gpuic_proxy_attached_t *a,
-                                gpuic_proxy_round_t *round, gpuic_proxy_op_t *op, unsigned nbb)
+                                gpuic_proxy_round_t *round, gpuic_proxy_op_t *op, unsigned nbb,
+                                int *result)
 {
     gpuic_wqe_desc_t d;
     gpuic_proxy_tally_t *tally;
     gpuic_status_t status;
 
     status = gpuic_wqe_decode(&op->wqe, nbb, &d);
+    *result = status == GPUIC_OK &&
+              (d.opcode == GPUIC_WQE_OP_RDMA_READ || d.opcode == GPUIC_WQE_OP_ATOMIC_FA ||
+               d.opcode == GPUIC_WQE_OP_ATOMIC_CS);
     if (status == GPUIC_OK && d.opcode == GPUIC_WQE_OP_NOP) {
         gpuic_proxy_op_put(op); /* abandoned slots: nothing posted, nothing counted */
         return;
@@ -702,6 +713,7 @@ static unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
             gpuic_proxy_op_t *op = gpuic_proxy_op_get(proxy);
             uint64_t seq;
             unsigned nbb;
+            int result;
 
             if (op == NULL) {
                 break;
@@ -722,7 +734,10 @@ static unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
                 gpuic_ring_release(ring);
                 taken = 0;
             }
-            gpuic_proxy_process(proxy, a, round, op, nbb);
+            gpuic_proxy_process(proxy, a, round, op, nbb, &result);
+            if (result && a->held != NULL) {
+                a->held[a->held_tail++ & ring->mask] = seq;
+            }
             consumed++;
         }
         if (taken != 0) {
@@ -813,6 +828,51 @@ static void gpuic_proxy_retire(gpuic_proxy_t *proxy)
         round->next = proxy->free_rounds;
         proxy->free_rounds = round;
     }
+}
+
+/*
+ * Moves the free index of every queue that has one (gpuic_proxy_queue_t.free): past each
+ * held WQE whose producer acknowledged its result, up to the completion index.  Returns
+ * whether some result is still unacknowledged (the thread then keeps polling, as for GPU
+ * producers: the acknowledgement comes within microseconds of the completion).
+ */
+static int gpuic_proxy_free_update(gpuic_proxy_t *proxy)
+{
+    int holding = 0;
+
+    for (unsigned i = 0; i < proxy->nqueues; ++i) {
+        gpuic_proxy_attached_t *a = &proxy->queues[i];
+        uint64_t done, next;
+
+        if (a->held == NULL) {
+            continue;
+        }
+        while (a->held_head != a->held_tail) {
+            uint64_t seq = a->held[a->held_head & a->q.ring->mask];
+
+            /* acquire: the producer's reads of the result happen before the area is reused */
+            if (__atomic_load_n(&a->q.acks[seq & a->q.ring->mask], __ATOMIC_ACQUIRE) !=
+                gpuic_ring_ack_word(seq)) {
+                break;
+            }
+            a->held_head++;
+        }
+        done = __atomic_load_n(a->q.done, __ATOMIC_RELAXED); /* this thread's own store */
+        next = done;
+        if (a->held_head != a->held_tail) {
+            uint64_t first = a->held[a->held_head & a->q.ring->mask];
+
+            holding = 1;
+            if ((int64_t)(first - done) < 0) {
+                next = first;
+            }
+        }
+        if (next != a->free_pub) {
+            a->free_pub = next;
+            __atomic_store_n(a->q.free, next, __ATOMIC_RELEASE);
+        }
+    }
+    return holding;
 }
 
 /* ---- the thread ---- */
@@ -1098,7 +1158,7 @@ static void *gpuic_proxy_main(void *arg)
 
     while (!__atomic_load_n(&proxy->stop, __ATOMIC_ACQUIRE)) {
         unsigned work;
-        int outstanding, may_sleep = 0, device_fed = 0;
+        int outstanding, may_sleep = 0, device_fed = 0, holding;
 
         if (!gpuic_proxy_beat(proxy)) {
             __atomic_store_n(&proxy->health.exited, 1, __ATOMIC_RELEASE);
@@ -1116,6 +1176,7 @@ static void *gpuic_proxy_main(void *arg)
         work = gpuic_proxy_round(proxy);
         /* a round executed through mappings completes here, before any progress call */
         gpuic_proxy_retire(proxy);
+        holding = gpuic_proxy_free_update(proxy);
         /* Progress polls every transport: the costly part of an idle pass, and time a WQE
          * arriving meanwhile waits to be picked up.  Only UCX work in flight needs it; other
          * passes (busy with mapped targets, spinning or waking up) progress one time in 16,
@@ -1136,7 +1197,7 @@ static void *gpuic_proxy_main(void *arg)
             }
         }
         if (work == 0 && idle < GPUIC_PROXY_DEVICE_YIELD_PASSES) {
-            device_fed = gpuic_proxy_device_fed(proxy);
+            device_fed = holding || gpuic_proxy_device_fed(proxy);
         }
         pthread_mutex_unlock(&proxy->ctx_lock);
 
@@ -1249,6 +1310,7 @@ void gpuic_proxy_destroy(gpuic_proxy_t *proxy)
         gpuic_cmpl_watch(proxy->queues[i].q.cmpl, NULL);
         free(proxy->queues[i].tally_stamp);
         free(proxy->queues[i].tally_index);
+        free(proxy->queues[i].held);
     }
     free(proxy->queues);
     gpuic_proxy_free_lists(proxy);
@@ -1277,6 +1339,16 @@ gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *
     a = &queues[proxy->nqueues];
     a->q = *queue;
     a->done_owed = queue->done != NULL ? __atomic_load_n(queue->done, __ATOMIC_RELAXED) : 0;
+    a->held = NULL;
+    a->held_head = a->held_tail = 0;
+    if (queue->free != NULL) {
+        if (queue->done == NULL || queue->acks == NULL) {
+            status = GPUIC_ERR_INVALID_PARAM;
+            goto out_resume;
+        }
+        a->free_pub = __atomic_load_n(queue->free, __ATOMIC_RELAXED);
+        a->held = malloc(queue->ring->size * sizeof(*a->held));
+    }
 #ifdef GPUIC_TRACE
     a->trace = gpuic_trace_view(queue->trace, 0);
 #endif
@@ -1288,9 +1360,11 @@ gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *
     }
     a->tally_stamp = calloc(queue->cmpl->ntargets, sizeof(*a->tally_stamp));
     a->tally_index = calloc(queue->cmpl->ntargets, sizeof(*a->tally_index));
-    if (a->tally_stamp == NULL || a->tally_index == NULL) {
+    if (a->tally_stamp == NULL || a->tally_index == NULL ||
+        (queue->free != NULL && a->held == NULL)) {
         free(a->tally_stamp);
         free(a->tally_index);
+        free(a->held);
         status = GPUIC_ERR_NO_MEMORY;
         goto out_resume;
     }
@@ -1308,6 +1382,7 @@ gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *
             gpuic_ring_set_waiter(queue->ring, NULL);
             free(a->tally_stamp);
             free(a->tally_index);
+            free(a->held);
             status = GPUIC_ERR_TRANSPORT;
             goto out_resume;
         }
@@ -1337,6 +1412,7 @@ gpuic_status_t gpuic_proxy_remove(gpuic_proxy_t *proxy, gpuic_ring_t *ring)
         gpuic_ring_set_waiter(ring, NULL);
         free(proxy->queues[i].tally_stamp);
         free(proxy->queues[i].tally_index);
+        free(proxy->queues[i].held);
         proxy->queues[i] = proxy->queues[--proxy->nqueues];
         status = GPUIC_OK;
         break;

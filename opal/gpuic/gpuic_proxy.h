@@ -88,6 +88,18 @@ typedef struct gpuic_proxy_queue {
      *  index lives in memory mapped to the device) wait on it, and may reserve slots against
      *  it instead of the consumer index so that a slot's staging data outlives its WQE. */
     uint64_t         *done;
+    /**
+     * Free index, or NULL (then slots are free once done passes them): the sequence number
+     * below which slots may be reused, the completion index held back at the first WQE whose
+     * result (a get's data, an atomic's old value, written into the producer's staging area)
+     * its producer has not acknowledged in @c acks yet.  Producers that reserve against done
+     * could otherwise reuse such a staging area (a staged payload, or a result of the next
+     * lap) before its owner read it.  Written with release after each change.
+     */
+    uint64_t         *free;
+    /** With @c free: one word per slot, where the producer of a WQE with a result stores
+     *  gpuic_ring_ack_word(seq) at index seq & mask after reading it (zeroed at creation). */
+    const uint64_t   *acks;
     /** Stage stamps of the ring's WQEs (pickup, UCX call issued, remote completion), or NULL.
      *  Only a build configured with --enable-trace stamps; others ignore it. */
     gpuic_trace_t    *trace;

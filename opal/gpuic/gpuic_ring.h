@@ -216,6 +216,17 @@ static inline GPUIC_HOST_DEVICE uint32_t gpuic_ring_tag(uint64_t seq, unsigned c
     return (uint32_t)gpuic_ring_marker(seq, cont);
 }
 
+/**
+ * The word a producer stores in the acknowledgement array of a ring whose consumer writes
+ * results into the producers' staging areas (gpuic_proxy_queue_t.acks), at index
+ * seq & mask, once it has read the result of the WQE at @p seq: the low 32 bits of seq + 1
+ * and a valid bit, so that no word of a fresh (zeroed) array matches any sequence number.
+ */
+static inline GPUIC_HOST_DEVICE uint64_t gpuic_ring_ack_word(uint64_t seq)
+{
+    return (1ull << 32) | (uint32_t)(seq + 1);
+}
+
 /** Word @p i of a tagged block: bytes 4i .. 4i+3 of the block (@p data) under @p tag. */
 static inline GPUIC_HOST_DEVICE uint64_t gpuic_ring_tagged_word(uint32_t tag, uint32_t data)
 {

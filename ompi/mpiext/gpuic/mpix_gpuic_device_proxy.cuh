@@ -9,10 +9,11 @@
  * entry against the window's key table and executes it with UCX.
  *
  * Producer protocol (GPU threads, many at once):
- *  1. reserve n slots with a fetch-and-add (a ticket) on the reservation counter, which lives
- *     in device memory (device atomics on pinned host memory are not allowed over PCIe); the
- *     slots may be written once the proxy's completion index, not its read index, shows them
- *     free, so a slot's staging area stays the producer's until the entry using it has
+ *  1. reserve n slots with a fetch-and-add (a ticket) on the reservation word, which lives
+ *     in device memory (device atomics on pinned host memory are not allowed over PCIe) and
+ *     returns, beside the ticket, the free bound: a completion index producers have seen.
+ *     The slots may be written once the proxy's completion index, not its read index, shows
+ *     them free, so a slot's staging area stays the producer's until the entry using it has
  *     completed.  A ticket cannot be handed back: a producer that gives up waiting for its
  *     slots (the queue's timeout, the proxy stalled) leaves them unpublished, the proxy stops
  *     there, and every later call on the queue fails the same way (the window holds the
@@ -89,17 +90,38 @@ __device__ static inline void gpuic_dev_proxy_store_tagged(uint64_t *p, uint64_t
 }
 
 /*
- * Reads the proxy's completion index: system-scope acquire, so that what the proxy wrote
- * before it published the index (results in staging, data complete at the target) is visible
- * to this thread's later loads and stores.  (Several relaxed reads in flight with a fence
- * after a hit were measured slower: the fence waits for the reads still in flight.)
+ * Reads the proxy's completion index (returned) and free index (*free_p) in one load:
+ * system-scope acquire, so that what the proxy wrote before it published them (results in
+ * staging, data complete at the target, the acknowledgements it saw) is visible to this
+ * thread's later loads and stores.  (Several relaxed reads in flight with a fence after a hit
+ * were measured slower: the fence waits for the reads still in flight.)  Each index is read
+ * whole; the two may be of different moments, which neither use minds.
  */
-__device__ static inline uint64_t gpuic_dev_proxy_load_done(const uint64_t *done)
+__device__ static inline uint64_t gpuic_dev_proxy_load_done(const uint64_t *done,
+                                                            uint64_t *free_p)
 {
-    uint64_t v;
+    uint64_t v, f;
 
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(done) : "memory");
+    asm volatile("ld.acquire.sys.global.v2.u64 {%0, %1}, [%2];"
+                 : "=l"(v), "=l"(f)
+                 : "l"(done)
+                 : "memory");
+    *free_p = f;
     return v;
+}
+
+/*
+ * Hands the staging area of the entry at @p seq back once this thread has read the result the
+ * proxy left there (a get's data, an atomic's old value), or given up on it: the proxy holds
+ * the queue's free index at an unacknowledged result, so no later reservation reuses the area
+ * (for a staged payload, or a result of its own) before it is read.  Release, system scope:
+ * this thread's reads of the result happen before the proxy sees the acknowledgement.
+ */
+__device__ static inline void gpuic_dev_proxy_ack(const MPIX_Gpuic_device_queue *q, uint64_t seq)
+{
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(q->acks + (seq & (q->size - 1))),
+                 "l"(gpuic_ring_ack_word(seq))
+                 : "memory");
 }
 
 /*
@@ -215,20 +237,36 @@ __device__ static inline unsigned long long gpuic_dev_proxy_ld_relaxed(
 }
 
 /*
- * Fetch-and-add on a queue word (global memory), relaxed.  Not atomicAdd(): on a pointer the
- * compiler cannot prove global, that is a generic atomic whose shared-memory check branches on
- * a predicate the atomic returns, so nothing after it issued before it completed (SASS of
- * device_bench: the reservation's look at done_seen waited for the fetch-and-add, an L2 round
- * trip more per entry).
+ * Fetch-and-add on the reservation word (global memory) with acquire: the free bound it returns
+ * orders the proxy's reads of the slots before this thread's writes to them
+ * (gpuic_dev_proxy_bound_publish() says how).  Not atomicAdd(): on a pointer the compiler
+ * cannot prove global, that is a generic atomic whose shared-memory check branches on a
+ * predicate the atomic returns, so nothing after it issued before it completed.  The acquire
+ * costs nothing measurable here (flush_study: a lone put + flush 2.37-2.44 us with it, 2.38-2.41
+ * relaxed, one H200).
  */
 __device__ static inline unsigned long long gpuic_dev_proxy_fetch_add(unsigned long long *p,
                                                                       unsigned long long v)
 {
     unsigned long long old;
 
-    asm volatile("atom.relaxed.gpu.global.add.u64 %0, [%1], %2;"
+    asm volatile("atom.acquire.gpu.global.add.u64 %0, [%1], %2;"
                  : "=l"(old)
                  : "l"(p), "l"(v)
+                 : "memory");
+    return old;
+}
+
+/* Compare-and-swap with release on the reservation word; returns the word found. */
+__device__ static inline unsigned long long gpuic_dev_proxy_cas_release(unsigned long long *p,
+                                                                        unsigned long long cmp,
+                                                                        unsigned long long v)
+{
+    unsigned long long old;
+
+    asm volatile("atom.release.gpu.global.cas.b64 %0, [%1], %2, %3;"
+                 : "=l"(old)
+                 : "l"(p), "l"(cmp), "l"(v)
                  : "memory");
     return old;
 }
@@ -265,18 +303,84 @@ __device__ static inline bool gpuic_dev_proxy_timed_out(const MPIX_Gpuic_device_
     return now - *t0 > limit;
 }
 
-/* True when completion index @p done covers every entry below @p want. */
+/*
+ * True when completion index @p done covers every entry below @p want.  Sequence numbers on
+ * the device are tickets of the reservation word, counted modulo 2^32 (the host's index is 64
+ * bits wide): they compare modulo 2^32, which is exact while fewer than 2^31 entries lie
+ * between them (a ring holds fewer than 2^24).
+ */
 __device__ static inline bool gpuic_dev_proxy_reached(uint64_t done, uint64_t want)
 {
-    return (int64_t)(done - want) >= 0;
+    return (int32_t)((uint32_t)done - (uint32_t)want) >= 0;
 }
 
 /*
- * How threads wait for the host's completion index.  One read is a PCIe round trip (about a
- * microsecond), and the proxy's own stores travel on the same link: only one thread at a time
- * reads it (the poller, which holds a lease of GPUIC_DEV_PROXY_LEASE_NS, renewed while it
- * waits), back to back, publishing every advance in done_seen; the others watch done_seen in
- * device memory, sleeping about as long as the proxy needs to get to what they wait for
+ * The reservation word (MPIX_Gpuic_device_queue.tickets): the next ticket (sequence number,
+ * modulo 2^32) in its high half, the free bound in its low half.  A reservation adds to the
+ * high half, whose carry leaves the word; the bound changes only by compare-and-swap.
+ */
+__device__ static inline uint32_t gpuic_dev_proxy_ticket_of(unsigned long long w)
+{
+    return (uint32_t)(w >> 32);
+}
+
+__device__ static inline uint32_t gpuic_dev_proxy_bound_of(unsigned long long w)
+{
+    return (uint32_t)w;
+}
+
+/* How many tries gpuic_dev_proxy_bound_publish() makes against reservations that change the
+ * word under it before it leaves the bound where it is (each lost try is an L2 round trip on
+ * the hottest word of the queue). */
+#define GPUIC_DEV_PROXY_PUBLISH_TRIES 2
+
+/*
+ * Raises the free bound in the reservation word to @p free, a free index this thread read
+ * with acquire, unless it is there already; @p w is the word as last seen.  The
+ * compare-and-swap is a release, so a reservation whose acquire fetch-and-add returns the
+ * bound (a later add reads this one's value: a release sequence) is ordered after the proxy's
+ * reads of the slots below @p free, and after the reads of their results by the threads that
+ * acknowledged them.  Best effort: a bound left behind only sends reservations to free_seen
+ * (gpuic_dev_proxy_reserve_slow()).
+ */
+__device__ static inline void gpuic_dev_proxy_bound_publish(MPIX_Gpuic_device_queue *q,
+                                                            unsigned long long w, uint32_t free)
+{
+    for (int i = 0; i < GPUIC_DEV_PROXY_PUBLISH_TRIES &&
+                    (int32_t)(free - gpuic_dev_proxy_bound_of(w)) > 0;
+         ++i) {
+        unsigned long long next = (w & ~0xffffffffull) | free;
+        unsigned long long found = gpuic_dev_proxy_cas_release(&q->tickets, w, next);
+
+        if (found == w) {
+            return;
+        }
+        w = found;
+    }
+}
+
+/*
+ * How far the free bound may stay behind an index a thread found on its first look before it
+ * publishes it.  The publication is a release, and a release waits for this thread's memory
+ * operations: published after every put + flush it cost about 0.3 us of the flush (one H200,
+ * one thread, resolved host-window target: 2.70 against 2.25 us a put + flush without it).
+ * Behind by less than this, a reservation still finds its slots free unless more than
+ * size - GPUIC_DEV_PROXY_PUBLISH_LAG of them are taken (then it looks at free_seen, or waits
+ * for the free index as gpuic_dev_proxy_await() does), and threads napping there are served
+ * by the poller, which publishes every advance it reads in done_seen and free_seen.  At most
+ * half the smallest queue.
+ */
+#define GPUIC_DEV_PROXY_PUBLISH_LAG 32u
+static_assert(GPUIC_DEV_PROXY_PUBLISH_LAG <= MPIX_GPUIC_DEVICE_QUEUE_MIN_SLOTS / 2,
+              "the free bound may lag at most half the smallest queue");
+
+/*
+ * How threads wait for the host's completion index (or, reserving, for its free index).  One
+ * read is a PCIe round trip (about a microsecond), and the proxy's own stores travel on the
+ * same link: only one thread at a time reads them (the poller, which holds a lease of
+ * GPUIC_DEV_PROXY_LEASE_NS, renewed while it waits), back to back, publishing every advance in
+ * done_seen and free_seen (and the free bound); the others watch those words in device
+ * memory, sleeping about as long as the proxy needs to get to what they wait for
  * (GPUIC_DEV_PROXY_ENTRY_NS an entry, at most GPUIC_DEV_PROXY_NAP_MAX_NS).  Thousands of
  * threads each reading the index collapsed the queue to a few hundred thousand entries a
  * second.
@@ -287,27 +391,38 @@ __device__ static inline bool gpuic_dev_proxy_reached(uint64_t done, uint64_t wa
 #define GPUIC_DEV_PROXY_NAP_MAX_NS 8192u
 
 /*
- * Reads the host's index (at @p done; NULL: at q->done, read again for every read of the
- * index, which saves the caller a register where the wait is not the hot path) until it
- * covers @p want (true) or %globaltimer passes @p until (false), publishing every advance it
- * sees in done_seen for the other waiters.
+ * Reads the host's indexes (at @p done; NULL: at q->done, read again for every read of the
+ * index, which saves the caller a register where the wait is not the hot path) until the
+ * completion index (@p free: the free index) covers @p want (true) or %globaltimer passes
+ * @p until (false), publishing every advance it sees in done_seen and free_seen for the other
+ * waiters, and the free index as the reservations' free bound.
  */
 __device__ static inline bool gpuic_dev_proxy_poll(MPIX_Gpuic_device_queue *q,
                                                    const uint64_t *done, uint64_t want,
-                                                   uint64_t until)
+                                                   uint64_t until, bool free)
 {
-    uint64_t last = gpuic_dev_proxy_ld_relaxed(&q->done_seen);
+    /* both indexes only grow: their sum changes whenever one of them does (one register
+     * for both) */
+    uint64_t last = gpuic_dev_proxy_ld_relaxed(&q->done_seen) +
+                    gpuic_dev_proxy_ld_relaxed(&q->free_seen);
 
     for (unsigned n = 0;; ++n) {
-        uint64_t v = gpuic_dev_proxy_load_done(done != NULL ? done : q->done);
+        uint64_t f, v = gpuic_dev_proxy_load_done(done != NULL ? done : q->done, &f);
+        bool hit = gpuic_dev_proxy_reached(free ? f : v, want);
 
-        if (gpuic_dev_proxy_reached(v, want)) {
+        if (v + f != last || hit) {
             gpuic_dev_proxy_max_release(&q->done_seen, v);
-            return true;
+            gpuic_dev_proxy_max_release(&q->free_seen, f);
+            last = v + f;
         }
-        if (v != last) {
-            gpuic_dev_proxy_max_release(&q->done_seen, v);
-            last = v;
+        /* the bound costs a load and a compare-and-swap on the reservation word: only for
+         * the reservation this thread waits for (others past it look at free_seen) */
+        if (hit && free) {
+            gpuic_dev_proxy_bound_publish(q, gpuic_dev_proxy_ld_relaxed(&q->tickets),
+                                          (uint32_t)f);
+        }
+        if (hit) {
+            return true;
         }
         if ((n & 3) == 3 && gpuic_dev_now_ns() > until) {
             return false;
@@ -316,24 +431,24 @@ __device__ static inline bool gpuic_dev_proxy_poll(MPIX_Gpuic_device_queue *q,
 }
 
 /*
- * Waits until the proxy's completion index (at @p done, as gpuic_dev_proxy_poll() takes it)
- * covers @p want: as the poller while this thread holds the lease, otherwise by watching
- * done_seen.  @p first_poll lets the thread poll at once for one round of reads, before it
- * looks at the lease (a lone waiter, the latency case, then loses no time on it).  False when
- * the queue's timeout passed first.
+ * Waits until the proxy's completion index (@p free: its free index; at @p done, as
+ * gpuic_dev_proxy_poll() takes it) covers @p want: as the poller while this thread holds the
+ * lease, otherwise by watching done_seen (free_seen).  @p first_poll lets the thread poll at
+ * once for one round of reads, before it looks at the lease (a lone waiter, the latency case,
+ * then loses no time on it).  False when the queue's timeout passed first.
  */
 __device__ static inline bool gpuic_dev_proxy_await(MPIX_Gpuic_device_queue *q,
                                                     const uint64_t *done, uint64_t want,
-                                                    bool first_poll)
+                                                    bool first_poll, bool free)
 {
     uint64_t t0 = 0;
 
-    if (first_poll &&
-        gpuic_dev_proxy_poll(q, done, want, gpuic_dev_now_ns() + GPUIC_DEV_PROXY_FIRST_NS)) {
+    if (first_poll && gpuic_dev_proxy_poll(q, done, want,
+                                           gpuic_dev_now_ns() + GPUIC_DEV_PROXY_FIRST_NS, free)) {
         return true;
     }
     for (;;) {
-        uint64_t seen = gpuic_dev_proxy_ld_acquire(&q->done_seen), now;
+        uint64_t seen = gpuic_dev_proxy_ld_acquire(free ? &q->free_seen : &q->done_seen), now;
         unsigned long long lease;
 
         if (gpuic_dev_proxy_reached(seen, want)) {
@@ -343,7 +458,7 @@ __device__ static inline bool gpuic_dev_proxy_await(MPIX_Gpuic_device_queue *q,
         lease = gpuic_dev_proxy_ld_relaxed(&q->poll_lease);
         if (now > lease && atomicCAS(&q->poll_lease, lease, now + GPUIC_DEV_PROXY_LEASE_NS) ==
                                lease) {
-            bool hit = gpuic_dev_proxy_poll(q, done, want, now + GPUIC_DEV_PROXY_LEASE_NS);
+            bool hit = gpuic_dev_proxy_poll(q, done, want, now + GPUIC_DEV_PROXY_LEASE_NS, free);
 
             if (hit) {
                 /* hand the role on at once: the others may wait for more than this one */
@@ -351,7 +466,7 @@ __device__ static inline bool gpuic_dev_proxy_await(MPIX_Gpuic_device_queue *q,
                 return true;
             }
         } else {
-            uint64_t nap = (want - seen) * GPUIC_DEV_PROXY_ENTRY_NS;
+            uint64_t nap = (uint64_t)((uint32_t)want - (uint32_t)seen) * GPUIC_DEV_PROXY_ENTRY_NS;
 
             __nanosleep(nap < 128 ? 128 : (nap > GPUIC_DEV_PROXY_NAP_MAX_NS
                                                ? GPUIC_DEV_PROXY_NAP_MAX_NS
@@ -363,41 +478,28 @@ __device__ static inline bool gpuic_dev_proxy_await(MPIX_Gpuic_device_queue *q,
     }
 }
 
-/*
- * How far done_seen may stay behind an index a thread found on its first look before it
- * publishes it.  The publication is a release (it orders the proxy's reads of the slots before
- * a reserver's writes to them, through this thread's acquire of the index), and a release
- * waits for this thread's memory operations: published after every put + flush it cost about
- * 0.3 us of the flush, and the next reservation's look at done_seen another 0.15 (one H200,
- * one thread, resolved host-window target: 2.70 against 2.25 us a put + flush without either).
- * Behind by less than this, a reservation still finds its slots free unless more than
- * size - GPUIC_DEV_PROXY_PUBLISH_LAG of them are taken (then it polls the index itself and
- * publishes what it reads), and threads napping in gpuic_dev_proxy_await() are served by the
- * poller, which publishes every advance it reads.  At most half the smallest queue.
- */
-#define GPUIC_DEV_PROXY_PUBLISH_LAG 32u
-static_assert(GPUIC_DEV_PROXY_PUBLISH_LAG <= MPIX_GPUIC_DEVICE_QUEUE_MIN_SLOTS / 2,
-              "done_seen may lag at most half the smallest queue");
 
 /*
  * Waits, its entries pushed, until the completion index at @p done_p covers every entry below
- * @p seq.  MPI_ERR_OTHER (recorded) when the proxy does not get there within the window's
- * timeout.
+ * @p seq; @p w is the reservation word as read after the push.  MPI_ERR_OTHER (recorded) when
+ * the proxy does not get there within the window's timeout.
  */
 __device__ static inline int gpuic_dev_proxy_wait_pushed(const MPIX_Device_target *t,
-                                                         const uint64_t *done_p, uint64_t seq)
+                                                         const uint64_t *done_p, uint64_t seq,
+                                                         unsigned long long w)
 {
     MPIX_Gpuic_device_queue *q = t->queue;
-    uint64_t seen, done;
+    uint64_t seen, done, free;
 
     /* both first looks in flight together (the relaxed one first: the acquire one orders only
-     * what follows it): what other threads of this GPU have seen, and the host's index */
+     * what follows it): what other threads of this GPU have seen, and the host's indexes */
     seen = gpuic_dev_proxy_ld_relaxed(&q->done_seen);
-    done = gpuic_dev_proxy_load_done(done_p);
+    done = gpuic_dev_proxy_load_done(done_p, &free);
 
     if (gpuic_dev_proxy_reached(done, seq)) {
-        if ((int64_t)(done - seen) >= (int64_t)GPUIC_DEV_PROXY_PUBLISH_LAG) {
-            gpuic_dev_proxy_max_release(&q->done_seen, done);
+        if ((int32_t)((uint32_t)free - gpuic_dev_proxy_bound_of(w)) >=
+            (int32_t)GPUIC_DEV_PROXY_PUBLISH_LAG) {
+            gpuic_dev_proxy_bound_publish(q, w, (uint32_t)free);
         }
         return MPI_SUCCESS;
     }
@@ -405,12 +507,16 @@ __device__ static inline int gpuic_dev_proxy_wait_pushed(const MPIX_Device_targe
         gpuic_dev_proxy_reached(gpuic_dev_proxy_ld_acquire(&q->done_seen), seq)) {
         return MPI_SUCCESS;
     }
-    return gpuic_dev_proxy_await(q, done_p, seq, true) ? MPI_SUCCESS
-                                                       : gpuic_dev_fail(t->win, MPI_ERR_OTHER);
+    return gpuic_dev_proxy_await(q, done_p, seq, true, false)
+               ? MPI_SUCCESS
+               : gpuic_dev_fail(t->win, MPI_ERR_OTHER);
 }
 
 /*
- * Waits until every entry below @p seq has completed (gpuic_dev_proxy_wait_pushed()).
+ * Pushes this thread's entries, then waits until every entry below @p seq has completed
+ * (@p all: every entry reserved on the queue so far, a flush: this thread's entries, its own
+ * reservations being in the relaxed load's view, and those of threads it has synchronised
+ * with).  The reservation word is loaded after the push, beside the wait's first looks.
  *
  * The queue's words a wait or a reservation needs after an acquire load are read before it:
  * an acquire invalidates the SM's L1, so each such word read after it is one more L2 round
@@ -419,39 +525,70 @@ __device__ static inline int gpuic_dev_proxy_wait_pushed(const MPIX_Device_targe
  * reservation's fetch-and-add.)  Here the index's address is read before the push, whose wait
  * for the stores hides the load.
  */
+__device__ static inline int gpuic_dev_proxy_wait_until(const MPIX_Device_target *t,
+                                                        uint64_t seq, bool all)
+{
+    MPIX_Gpuic_device_queue *q = t->queue;
+    const uint64_t *done = q->done;
+    unsigned long long w;
+
+    gpuic_dev_proxy_push(q);
+    w = gpuic_dev_proxy_ld_relaxed(&q->tickets);
+    return gpuic_dev_proxy_wait_pushed(t, done, all ? gpuic_dev_proxy_ticket_of(w) : seq, w);
+}
+
+/* Waits until every entry below @p seq has completed (gpuic_dev_proxy_wait_until()). */
 __device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t, uint64_t seq)
 {
-    const uint64_t *done = t->queue->done;
+    return gpuic_dev_proxy_wait_until(t, seq, false);
+}
 
-    gpuic_dev_proxy_push(t->queue);
-    return gpuic_dev_proxy_wait_pushed(t, done, seq);
+/*
+ * gpuic_dev_proxy_reserve() past a free bound that does not cover the slots from @p start:
+ * free_seen may (the poller publishes there; acquire, as the bound's fetch-and-add), else the
+ * ring is full as far as this GPU knows (back-pressure) and the thread waits for the proxy's
+ * free index.  No publication of the bound here: under back-pressure many threads get this
+ * far at once, and their compare-and-swaps would crowd the word every reservation adds to
+ * (the poller publishes it).
+ */
+__device__ static inline int gpuic_dev_proxy_reserve_slow(const MPIX_Device_target *t,
+                                                          uint32_t start, unsigned n)
+{
+    MPIX_Gpuic_device_queue *q = t->queue;
+    uint32_t want = start + n - q->size;
+
+    if (gpuic_dev_proxy_reached(gpuic_dev_proxy_ld_acquire(&q->free_seen), want)) {
+        return MPI_SUCCESS;
+    }
+    atomicAdd(&q->full_waits, 1ull);
+    return gpuic_dev_proxy_await(q, NULL, want, false, true)
+               ? MPI_SUCCESS
+               : gpuic_dev_fail(t->win, MPI_ERR_OTHER);
 }
 
 /*
  * Reserves @p n consecutive slots and waits until they are free; *start_p is the first one's
- * sequence number.  One fetch-and-add, with the look at done_seen in flight beside it (with
- * acquire: it orders the proxy's reads of the slots, as published there, before this thread's
- * writes to them).  The look issued before the fetch-and-add instead, which done_seen's only
- * growing would allow, held the fetch-and-add back until it completed: a put 0.75-0.78 us
- * against 0.46-0.56 (device_bench split_put_resolved, one H200, two runs each).
+ * sequence number (gpuic_dev_proxy_reached() says how they count).  One fetch-and-add, which
+ * returns the free bound beside the ticket, so a reservation the bound covers takes one L2
+ * round trip.  (With the bound in done_seen, a second word looked at beside the fetch-and-add,
+ * a lone put + flush took 0.15-0.2 us more: flush_study, 2.57-2.63 us against 2.38-2.44; the
+ * look issued before the fetch-and-add held the fetch-and-add back until it completed.)
  */
 __device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t, unsigned n,
                                                      uint64_t *start_p)
 {
     MPIX_Gpuic_device_queue *q = t->queue;
-    long long size = (long long)q->size; /* before the acquire (gpuic_dev_proxy_wait()) */
-    unsigned long long start = gpuic_dev_proxy_fetch_add(&q->reserve, n);
-    unsigned long long lim = gpuic_dev_proxy_ld_acquire(&q->done_seen);
+    uint32_t size = q->size; /* before the acquire (gpuic_dev_proxy_wait_until()) */
+    unsigned long long w =
+        gpuic_dev_proxy_fetch_add(&q->tickets, (unsigned long long)n << 32);
+    uint32_t start = gpuic_dev_proxy_ticket_of(w);
 
     *start_p = start;
-    if ((long long)(start + n - lim) <= size) {
+    /* unsigned: the bound is never ahead of a ticket taken after it was published */
+    if ((uint32_t)(start + n - gpuic_dev_proxy_bound_of(w)) <= size) {
         return MPI_SUCCESS;
     }
-    /* the ring is full as far as this GPU knows: back-pressure */
-    atomicAdd(&q->full_waits, 1ull);
-    return gpuic_dev_proxy_await(q, NULL, start + n - (uint64_t)size, false)
-               ? MPI_SUCCESS
-               : gpuic_dev_fail(t->win, MPI_ERR_OTHER);
+    return gpuic_dev_proxy_reserve_slow(t, start, n);
 }
 
 /*
@@ -486,15 +623,22 @@ __device__ static inline void gpuic_dev_proxy_write(MPIX_Gpuic_device_queue *q, 
  * gpuic_dev_proxy_reserve() for the lanes of a warp that call it together with the same queue
  * and entry size: one lane reserves for all of them (one fetch-and-add instead of up to 32
  * contending ones) and each takes its share.  *seq_p is the calling lane's first slot.  Lanes
- * that differ in queue or size form groups of their own.
+ * that differ in queue or size form groups of their own.  A lane alone in its warp reserves
+ * directly: the match and the two shuffles would only add their latency to its call (as in
+ * gpuic_dev_proxy_put8()).
  */
 __device__ static inline int gpuic_dev_proxy_reserve_warp(const MPIX_Device_target *t,
                                                           unsigned nbb, uint64_t *seq_p)
 {
-    unsigned active = __activemask();
+    unsigned active = __activemask(), lane = gpuic_dev_lane();
+
+    if (active == 1u << lane) {
+        return gpuic_dev_proxy_reserve(t, nbb, seq_p);
+    }
+
     unsigned long long key = (unsigned long long)(uintptr_t)t->queue ^ ((unsigned long long)nbb << 60);
     unsigned group = __match_any_sync(active, key);
-    unsigned lane = gpuic_dev_lane(), leader = (unsigned)__ffs(group) - 1;
+    unsigned leader = (unsigned)__ffs(group) - 1;
     unsigned below = __popc(group & ((1u << lane) - 1u)), total = nbb * __popc(group);
     uint64_t first = 0;
     int rc = MPI_SUCCESS;
@@ -757,16 +901,19 @@ __device__ static inline int gpuic_dev_proxy_get(const MPIX_Device_target *t, vo
         }
         gpuic_dev_proxy_trace_published(q, seq, n, 1, t_fenced);
         rc = gpuic_dev_proxy_wait(t, seq + n);
-        if (rc != MPI_SUCCESS) {
-            return rc;
-        }
         for (unsigned i = 0; i < n; ++i) {
             size_t len = bytes - off < chunk_max ? bytes - off : chunk_max;
             uint64_t host;
             const char *stage = gpuic_dev_proxy_stage(q, seq + i, &host);
 
-            gpuic_dev_copy((char *)origin + off, stage, len, 0, 1);
+            if (rc == MPI_SUCCESS) {
+                gpuic_dev_copy((char *)origin + off, stage, len, 0, 1);
+            }
+            gpuic_dev_proxy_ack(q, seq + i); /* read, or given up on */
             off += len;
+        }
+        if (rc != MPI_SUCCESS) {
+            return rc;
         }
     }
     return MPI_SUCCESS;
@@ -800,6 +947,7 @@ __device__ static inline int gpuic_dev_proxy_atomic(const MPIX_Device_target *t,
         /* the proxy writes the old value in host byte order */
         *old = *(const volatile uint64_t *)stage;
     }
+    gpuic_dev_proxy_ack(q, seq); /* read, or given up on */
     return rc;
 }
 
@@ -847,16 +995,11 @@ __device__ static inline int gpuic_dev_proxy_put_signal(const MPIX_Device_target
     return MPI_SUCCESS;
 }
 
-/* Waits until everything reserved on the queue so far has completed: this thread's entries
- * (its own reservations are in the relaxed load's view) and those of threads it has
- * synchronised with.  The push first, then the bound's load beside the wait's first looks:
- * the first poll does not wait for it. */
+/* Waits until everything reserved on the queue so far has completed
+ * (gpuic_dev_proxy_wait_until()). */
 __device__ static inline int gpuic_dev_proxy_flush(const MPIX_Device_target *t)
 {
-    const uint64_t *done = t->queue->done;
-
-    gpuic_dev_proxy_push(t->queue);
-    return gpuic_dev_proxy_wait_pushed(t, done, gpuic_dev_proxy_ld_relaxed(&t->queue->reserve));
+    return gpuic_dev_proxy_wait_until(t, 0, true);
 }
 
 /* The proxy's accumulate op and type codes for a device op and type; false where the proxy

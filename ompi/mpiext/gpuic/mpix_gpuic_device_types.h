@@ -63,12 +63,16 @@ typedef struct MPIX_Gpuic_device_peer {
 
 /**
  * The window's device queue: a ring of work-queue entries in pinned host memory mapped into
- * the device, drained by the process's proxy thread.  The first three words are producer
- * state in device memory (device atomics are not allowed on pinned host memory over PCIe),
- * each on its own line; the rest is read-only.
+ * the device, drained by the process's proxy thread.  The first four words and free_seen are
+ * producer state in device memory (device atomics are not allowed on pinned host memory over
+ * PCIe), each on its own line; the rest is read-only.
  */
 typedef struct MPIX_Gpuic_device_queue {
-    unsigned long long reserve;       /**< next sequence number to reserve */
+    /** The reservation word: the next sequence number to reserve (modulo 2^32) in the high
+     *  half, the free bound in the low half: the low 32 bits of a free index (done[1])
+     *  producers have read, below which slots may be reserved again
+     *  (mpix_gpuic_device_proxy.cuh). */
+    unsigned long long tickets;
     uint64_t pad0[7];
     unsigned long long done_seen;     /**< highest completion index a producer has read */
     uint64_t pad1[7];
@@ -84,7 +88,10 @@ typedef struct MPIX_Gpuic_device_queue {
     /** Device address of the ring's tagged blocks (gpuic_ring_t.tagged): an entry is written
      *  and published in the same 8-byte stores, each carrying its block's tag. */
     uint64_t *tagged;
-    const uint64_t *done;     /**< device address of the proxy's completion index */
+    /** Device address of the proxy's completion index (done[0]: every entry below it has
+     *  completed) and free index (done[1]: slots below it may be reserved again; it stops
+     *  at a result not yet acknowledged in acks) */
+    const uint64_t *done;
     char     *stage;          /**< device address of the staging area, stage_bytes per slot */
     uint64_t stage_host;      /**< host address of the same area (WQE local addresses) */
     uint64_t timeout_ns;      /**< longest wait for the proxy, 0: forever */
@@ -95,6 +102,15 @@ typedef struct MPIX_Gpuic_device_queue {
      *  device code compiled with MPIX_GPUIC_DEVICE_TRACE (mpix_gpuic_device_proxy.cuh). */
     void    *trace_records;
     uint64_t trace_mask;      /**< records - 1 (a power of two minus one, at least size - 1) */
+    /** Device address of the result acknowledgements: a thread that read the result of the
+     *  entry at sequence number seq from its staging area stores gpuic_ring_ack_word(seq)
+     *  at acks[seq & (size - 1)] (pinned host memory, read by the proxy). */
+    uint64_t *acks;
+    uint64_t pad4[7];
+    /** Highest free index (done[1]) a producer has read: where reservations the free bound
+     *  does not cover look before they wait (producer state, device memory). */
+    unsigned long long free_seen;
+    uint64_t pad5[7];
 } MPIX_Gpuic_device_queue;
 
 /** The device handle's structure. */

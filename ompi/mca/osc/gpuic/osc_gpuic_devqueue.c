@@ -28,11 +28,13 @@
 
 /* The device queue of one window. */
 typedef struct ompi_osc_gpuic_devqueue {
-    void *block;               /* pinned host block: ring, completion index, staging */
+    void *block;               /* pinned host block: ring, completion and free indexes,
+                                * staging, result acknowledgements */
     size_t block_len;
     char *block_dev;           /* its device address */
     gpuic_ring_t *ring;
-    uint64_t *done;            /* the proxy's completion index (in block) */
+    uint64_t *done;            /* the proxy's completion index (in block); its free index
+                                * follows it (done[1]) */
     MPIX_Gpuic_device_queue *dev; /* device memory */
     gpuic_keytable_t *keys;
     gpuic_cmpl_t *cmpl;
@@ -170,7 +172,8 @@ static int ompi_osc_gpuic_devqueue_alloc(ompi_osc_gpuic_module_t *module,
     q->rkeys = calloc((size_t)n, sizeof(*q->rkeys));
     q->keyids = calloc((size_t)n, sizeof(*q->keyids));
     q->keyed = calloc((size_t)n, sizeof(*q->keyed));
-    q->block_len = ring_len + OMPI_OSC_GPUIC_DONE_LINE + (size_t)slots * stage;
+    q->block_len = ring_len + OMPI_OSC_GPUIC_DONE_LINE + (size_t)slots * stage +
+                   (size_t)slots * sizeof(uint64_t);
     q->block = ompi_osc_gpuic_pages_alloc(q->block_len);
     if (q->rkeys == NULL || q->keyids == NULL || q->keyed == NULL || q->block == NULL) {
         gpuic_log(GPUIC_LOG_ERROR, "cannot allocate the %zu-byte device queue of window %d "
@@ -215,6 +218,8 @@ static int ompi_osc_gpuic_devqueue_publish(ompi_osc_gpuic_devqueue_t *q)
     d.timeout_ns = (uint64_t)(mca_osc_gpuic_component.timeout * 1e9);
     d.size = q->ring->size;
     d.stage_bytes = (uint32_t)mca_osc_gpuic_component.device_stage_bytes;
+    d.acks = (uint64_t *)(b + ring_len + OMPI_OSC_GPUIC_DONE_LINE +
+                          (size_t)d.size * d.stage_bytes);
     if (gpuic_cuda_mem_alloc(sizeof(d), &dev) != GPUIC_OK ||
         gpuic_cuda_memcpy(dev, &d, sizeof(d)) != GPUIC_OK) {
         gpuic_cuda_mem_free(dev);
@@ -334,6 +339,10 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
         pq.keys = q->keys;
         pq.cmpl = q->cmpl;
         pq.done = q->done;
+        pq.free = q->done + 1;
+        pq.acks = (const uint64_t *)((char *)q->done + OMPI_OSC_GPUIC_DONE_LINE +
+                                     (size_t)q->ring->size *
+                                         mca_osc_gpuic_component.device_stage_bytes);
         rc = ompi_osc_gpuic_error(gpuic_proxy_add(proxy, &pq));
         q->attached = rc == OMPI_SUCCESS;
     }
@@ -406,7 +415,7 @@ void ompi_osc_gpuic_devqueue_report(ompi_osc_gpuic_module_t *module)
     q->reported_state = true;
     memset(&d, 0, sizeof(d));
     if (q->dev == NULL || gpuic_cuda_copy_independent(&d, q->dev, sizeof(d)) != GPUIC_OK) {
-        d.reserve = d.done_seen = (unsigned long long)-1;
+        d.tickets = d.done_seen = d.free_seen = (unsigned long long)-1;
     }
     read = gpuic_ring_read_index(q->ring);
     done = __atomic_load_n(q->done, __ATOMIC_ACQUIRE);
@@ -419,12 +428,15 @@ void ompi_osc_gpuic_devqueue_report(ompi_osc_gpuic_module_t *module)
         gpuic_proxy_stats(mca_osc_gpuic_component.proxy, &ps);
     }
     gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: a device call waited for the proxy past "
-              "osc_gpuic_timeout; device queue: reserved %llu, completions seen on the device "
-              "%llu, full waits %llu; proxy: read %" PRIu64 ", complete %" PRIu64 ", %u of %u "
-              "words at the read index tagged, %" PRIu64 " entries, %" PRIu64 " errors, %"
-              PRIu64 " sleeps%s", ompi_osc_gpuic_rank(module), module->id, d.reserve,
-              d.done_seen, d.full_waits, read, done, tagged, (unsigned)GPUIC_RING_TAGGED_WORDS,
-              ps.wqes, ps.errors, ps.sleeps,
+              "osc_gpuic_timeout; device queue: reserved %llu (modulo 2^32), free bound %llu, "
+              "completions seen on the device %llu, free index seen %llu, full waits %llu; "
+              "proxy: read %" PRIu64 ", complete %" PRIu64 ", free %" PRIu64 ", %u of %u words "
+              "at the read index tagged, %" PRIu64 " entries, %" PRIu64 " errors, %" PRIu64
+              " sleeps%s",
+              ompi_osc_gpuic_rank(module), module->id, d.tickets >> 32, d.tickets & 0xffffffffull,
+              d.done_seen, d.free_seen, d.full_waits, read, done,
+              __atomic_load_n(q->done + 1, __ATOMIC_ACQUIRE), tagged,
+              (unsigned)GPUIC_RING_TAGGED_WORDS, ps.wqes, ps.errors, ps.sleeps,
               q->copies && gpuic_cuda_lazy_loading()
                   ? " (the proxy copies with the CUDA driver and kernels load lazily: a kernel "
                     "launched for the first time during the wait holds the copies up; load "
