@@ -82,40 +82,39 @@ static uint64_t post(int op)
     return seq;
 }
 
+/* Posts a WQE with a result and a put after it: done passes both, the free index stays at the
+ * first until it is acknowledged (an acknowledgement of the slot's previous lap does not
+ * count).  Returns the result. */
+static uint64_t hold_then_release(int op)
+{
+    uint64_t r = post(op), c = post(OP_PUT), got;
+
+    CHECK(wait_for(&idx[0], c + 1) == c + 1);
+    settle();
+    CHECK(load(&idx[1]) == r);
+    got = results[r % SLOTS];
+    __atomic_store_n(&acks[r % SLOTS], gpuic_ring_ack_word(r - SLOTS), __ATOMIC_RELEASE);
+    settle();
+    CHECK(load(&idx[1]) == r);
+    ack(r);
+    CHECK(wait_for(&idx[1], c + 1) == c + 1);
+    return got;
+}
+
 static void test_hold_release(void)
 {
     uint64_t *counter = (uint64_t *)fixture_region(&fx, 0);
-    uint64_t a, b, c, g;
+    uint64_t a, g;
 
     /* a put frees its slot */
     a = post(OP_PUT);
     CHECK(wait_for(&idx[0], a + 1) == a + 1);
     CHECK(wait_for(&idx[1], a + 1) == a + 1);
 
-    /* a fetch-and-add holds the free index while done goes on past it and a put after it */
+    /* a fetch-and-add, then a get (of the first put's word) */
     *counter = 40;
-    b = post(OP_FADD);
-    c = post(OP_PUT);
-    CHECK(wait_for(&idx[0], c + 1) == c + 1);
-    settle();
-    CHECK(load(&idx[1]) == b);
-    CHECK(results[b % SLOTS] == 40);
-    /* an acknowledgement of the slot's previous lap is not this one's */
-    __atomic_store_n(&acks[b % SLOTS], gpuic_ring_ack_word(b - SLOTS), __ATOMIC_RELEASE);
-    settle();
-    CHECK(load(&idx[1]) == b);
-    ack(b);
-    CHECK(wait_for(&idx[1], c + 1) == c + 1);
-
-    /* a get the same way */
-    g = post(OP_GET);
-    c = post(OP_PUT);
-    CHECK(wait_for(&idx[0], c + 1) == c + 1);
-    settle();
-    CHECK(load(&idx[1]) == g);
-    CHECK(results[g % SLOTS] == 1); /* the first put's word */
-    ack(g);
-    CHECK(wait_for(&idx[1], c + 1) == c + 1);
+    CHECK(hold_then_release(OP_FADD) == 40);
+    CHECK(hold_then_release(OP_GET) == 1);
 
     /* acknowledged before the proxy took it (a producer that gave up waiting) */
     ack(seq_next);
