@@ -108,7 +108,8 @@ static const struct {
      "pauses)"},
     {"proxy_queue_full_waits", OMPI_OSC_GPUIC_PVAR_PROXY_FULL_WAITS,
      "Device reservations that found a live window's device queue full and retried until the "
-     "proxy completed entries (back-pressure on the proxy path; read from device memory)"},
+     "proxy completed entries and their results were read (back-pressure on the proxy path; "
+     "read from device memory)"},
 };
 
 static int ompi_osc_gpuic_proxy_pvar_get(const struct mca_base_pvar_t *pvar, void *value,
