@@ -35,6 +35,7 @@ typedef struct ompi_osc_gpuic_devqueue {
     gpuic_ring_t *ring;
     uint64_t *done;            /* the proxy's completion index (in block); its free index
                                 * follows it (done[1]) */
+    uint64_t *acks;            /* result acknowledgements, one per slot (in block) */
     MPIX_Gpuic_device_queue *dev; /* device memory */
     gpuic_keytable_t *keys;
     gpuic_cmpl_t *cmpl;
@@ -191,6 +192,7 @@ static int ompi_osc_gpuic_devqueue_alloc(ompi_osc_gpuic_module_t *module,
     }
     q->block_dev = dev;
     q->done = (uint64_t *)((char *)q->block + ring_len);
+    q->acks = (uint64_t *)((char *)q->done + OMPI_OSC_GPUIC_DONE_LINE + (size_t)slots * stage);
     /* GPU threads write and publish each entry in the same tagged stores
      * (mpix_gpuic_device_proxy.cuh) */
     (void)gpuic_ring_create_tagged_at(q->block, ring_len, slots, (uint32_t)module->id, &q->ring);
@@ -218,8 +220,7 @@ static int ompi_osc_gpuic_devqueue_publish(ompi_osc_gpuic_devqueue_t *q)
     d.timeout_ns = (uint64_t)(mca_osc_gpuic_component.timeout * 1e9);
     d.size = q->ring->size;
     d.stage_bytes = (uint32_t)mca_osc_gpuic_component.device_stage_bytes;
-    d.acks = (uint64_t *)(b + ring_len + OMPI_OSC_GPUIC_DONE_LINE +
-                          (size_t)d.size * d.stage_bytes);
+    d.acks = (uint64_t *)(b + ((char *)q->acks - (char *)q->block));
     if (gpuic_cuda_mem_alloc(sizeof(d), &dev) != GPUIC_OK ||
         gpuic_cuda_memcpy(dev, &d, sizeof(d)) != GPUIC_OK) {
         gpuic_cuda_mem_free(dev);
@@ -340,9 +341,7 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
         pq.cmpl = q->cmpl;
         pq.done = q->done;
         pq.free = q->done + 1;
-        pq.acks = (const uint64_t *)((char *)q->done + OMPI_OSC_GPUIC_DONE_LINE +
-                                     (size_t)q->ring->size *
-                                         mca_osc_gpuic_component.device_stage_bytes);
+        pq.acks = q->acks;
         rc = ompi_osc_gpuic_error(gpuic_proxy_add(proxy, &pq));
         q->attached = rc == OMPI_SUCCESS;
     }
