@@ -142,7 +142,7 @@ typedef struct proxy_setup {
     gpuic_ring_t *ring;
     gpuic_trace_t *trace;
     gpuic_proxy_t *proxy;
-    void *block;              /* pinned: ring, completion index, staging */
+    void *block;              /* pinned: ring, completion and free indexes, staging, acks */
     size_t block_len;
     char *block_dev;
     uint8_t *target;          /* the target region (host memory) */
@@ -161,7 +161,7 @@ static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigne
     gpuic_proxy_queue_t q;
     gpuic_keytable_entry_t e;
     MPIX_Gpuic_device_queue d;
-    size_t ring_len = gpuic_ring_footprint_tagged(PROXY_SLOTS), win_len;
+    size_t ring_len = gpuic_ring_footprint_tagged(PROXY_SLOTS), win_len, acks_off;
     void *dptr = NULL;
     uint32_t *werr_dev = NULL;
     char *b;
@@ -180,10 +180,12 @@ static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigne
         return 0;
     }
 
-    /* the block of osc_gpuic_devqueue.c: ring, completion index line, staging per slot */
+    /* the block of osc_gpuic_devqueue.c: ring, completion index line, staging per slot, the
+     * result acknowledgements (one word per slot) */
     p->stage_bytes = (uint32_t)((size + 63) / 64 * 64);
     p->stage_bytes = p->stage_bytes < 64 ? 64 : p->stage_bytes;
-    p->block_len = ring_len + PROXY_DONE_LINE + (size_t)PROXY_SLOTS * p->stage_bytes;
+    acks_off = ring_len + PROXY_DONE_LINE + (size_t)PROXY_SLOTS * p->stage_bytes;
+    p->block_len = acks_off + (size_t)PROXY_SLOTS * sizeof(uint64_t);
     p->block_len = (p->block_len + 4095) / 4096 * 4096; /* registration pins whole pages */
     p->block = aligned_alloc(4096, p->block_len);
     if (p->block == NULL) {
@@ -223,6 +225,8 @@ static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigne
     q.keys = p->keys;
     q.cmpl = p->cmpl;
     q.done = (uint64_t *)((char *)p->block + ring_len);
+    q.free = q.done + 1;
+    q.acks = (const uint64_t *)((char *)p->block + acks_off);
     q.trace = p->trace;
     if (gpuic_proxy_add(p->proxy, &q) != GPUIC_OK) {
         return 0;
@@ -239,6 +243,7 @@ static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigne
     d.stage_bytes = p->stage_bytes;
     d.trace_records = gpuic_trace_view(p->trace, 1).records;
     d.trace_mask = gpuic_trace_view(p->trace, 1).mask;
+    d.acks = (uint64_t *)(b + acks_off);
     if (cudaMalloc((void **)&p->dq, sizeof(d)) != cudaSuccess ||
         cudaMemcpy(p->dq, &d, sizeof(d), cudaMemcpyHostToDevice) != cudaSuccess) {
         return 0;
