@@ -1176,7 +1176,6 @@ static void *gpuic_proxy_main(void *arg)
         work = gpuic_proxy_round(proxy);
         /* a round executed through mappings completes here, before any progress call */
         gpuic_proxy_retire(proxy);
-        holding = gpuic_proxy_free_update(proxy);
         /* Progress polls every transport: the costly part of an idle pass, and time a WQE
          * arriving meanwhile waits to be picked up.  Only UCX work in flight needs it; other
          * passes (busy with mapped targets, spinning or waking up) progress one time in 16,
@@ -1185,6 +1184,9 @@ static void *gpuic_proxy_main(void *arg)
             work += gpuic_context_progress(proxy->params.ctx);
             gpuic_proxy_retire(proxy);
         }
+        /* after both retires: a completion index either of them published moves the free
+         * index in this pass too */
+        holding = gpuic_proxy_free_update(proxy);
         outstanding = proxy->fifo_head != NULL;
         /* idle passes are cheap to spend on it; busy ones only now and then */
         if (work == 0 || proxy->watch_declared != 0 || (++proxy->watch_tick & 1023) == 0) {

@@ -743,7 +743,7 @@ __device__ static inline void gpuic_dev_proxy_put8_write(const MPIX_Device_targe
  * cost a lone put + flush about 0.2 us (one H200, one thread's loop on a resolved host-window
  * target: 2.87-2.90 us with them, 2.70 with the entry written for one lane, before done_seen
  * was published lazily: GPUIC_DEV_PROXY_PUBLISH_LAG).  The ring's address and size are
- * read before the reservation (gpuic_dev_proxy_wait() says why); few values are live here, so
+ * read before the reservation (gpuic_dev_proxy_wait_until() says why); few values are live here, so
  * they cost no register where the kernel's other paths need more.
  */
 __device__ static inline int gpuic_dev_proxy_put8(const MPIX_Device_target *t, const void *origin,
