@@ -12,8 +12,9 @@
  * (work-queue entries executed by the proxy thread); rows are then labelled "proxy" (or
  * --label), and the floors that need a device mapping of the peer are left out.  With
  * OMPI_MCA_osc_gpuic_device_proxy=1 a GPU window's data goes through the proxy too.
- * --max-bytes N (default 16 MiB) is the largest put_bw size; above 16 MiB the window grows by N
- * bytes and the bandwidth puts go to that extra part.  --memcpy-peer adds the copy-engine floor
+ * --max-bytes N (default 16 MiB) bounds the put_bw sizes, 8 B times powers of 4 (the largest
+ * default row is 8 MiB; above 16 MiB, N itself is the last row); above 16 MiB the window grows
+ * by N bytes and the bandwidth puts go to that extra part.  --memcpy-peer adds the copy-engine floor
  * of two GPUs (rank 0's device to the next one, both driven by rank 0).
  *
  * Rows (CSV: component,measure,size,value,unit):
