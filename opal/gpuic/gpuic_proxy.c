@@ -1296,6 +1296,14 @@ static void gpuic_proxy_free_lists(gpuic_proxy_t *proxy)
     }
 }
 
+/* Frees the per-queue arrays of an attached queue (tallies, held results). */
+static void gpuic_proxy_attached_free(gpuic_proxy_attached_t *a)
+{
+    free(a->tally_stamp);
+    free(a->tally_index);
+    free(a->held);
+}
+
 void gpuic_proxy_destroy(gpuic_proxy_t *proxy)
 {
     if (proxy == NULL) {
@@ -1310,9 +1318,7 @@ void gpuic_proxy_destroy(gpuic_proxy_t *proxy)
         /* the ring may outlive the proxy: its commits must not call into freed memory */
         gpuic_ring_set_waiter(proxy->queues[i].q.ring, NULL);
         gpuic_cmpl_watch(proxy->queues[i].q.cmpl, NULL);
-        free(proxy->queues[i].tally_stamp);
-        free(proxy->queues[i].tally_index);
-        free(proxy->queues[i].held);
+        gpuic_proxy_attached_free(&proxy->queues[i]);
     }
     free(proxy->queues);
     gpuic_proxy_free_lists(proxy);
@@ -1328,7 +1334,8 @@ gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *
     gpuic_status_t status = GPUIC_OK;
     int rc;
 
-    if (queue->ring == NULL || queue->keys == NULL || queue->cmpl == NULL) {
+    if (queue->ring == NULL || queue->keys == NULL || queue->cmpl == NULL ||
+        (queue->free != NULL && (queue->done == NULL || queue->acks == NULL))) {
         return GPUIC_ERR_INVALID_PARAM;
     }
     gpuic_proxy_pause(proxy);
@@ -1344,10 +1351,6 @@ gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *
     a->held = NULL;
     a->held_head = a->held_tail = 0;
     if (queue->free != NULL) {
-        if (queue->done == NULL || queue->acks == NULL) {
-            status = GPUIC_ERR_INVALID_PARAM;
-            goto out_resume;
-        }
         a->free_pub = __atomic_load_n(queue->free, __ATOMIC_RELAXED);
         a->held = malloc(queue->ring->size * sizeof(*a->held));
     }
@@ -1364,9 +1367,7 @@ gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *
     a->tally_index = calloc(queue->cmpl->ntargets, sizeof(*a->tally_index));
     if (a->tally_stamp == NULL || a->tally_index == NULL ||
         (queue->free != NULL && a->held == NULL)) {
-        free(a->tally_stamp);
-        free(a->tally_index);
-        free(a->held);
+        gpuic_proxy_attached_free(a);
         status = GPUIC_ERR_NO_MEMORY;
         goto out_resume;
     }
@@ -1382,9 +1383,7 @@ gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *
             gpuic_log(GPUIC_LOG_ERROR, "proxy: cannot start its thread: %s", strerror(rc));
             proxy->nqueues--;
             gpuic_ring_set_waiter(queue->ring, NULL);
-            free(a->tally_stamp);
-            free(a->tally_index);
-            free(a->held);
+            gpuic_proxy_attached_free(a);
             status = GPUIC_ERR_TRANSPORT;
             goto out_resume;
         }
@@ -1412,9 +1411,7 @@ gpuic_status_t gpuic_proxy_remove(gpuic_proxy_t *proxy, gpuic_ring_t *ring)
             break;
         }
         gpuic_ring_set_waiter(ring, NULL);
-        free(proxy->queues[i].tally_stamp);
-        free(proxy->queues[i].tally_index);
-        free(proxy->queues[i].held);
+        gpuic_proxy_attached_free(&proxy->queues[i]);
         proxy->queues[i] = proxy->queues[--proxy->nqueues];
         status = GPUIC_OK;
         break;
