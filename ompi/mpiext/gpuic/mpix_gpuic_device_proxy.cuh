@@ -11,13 +11,15 @@
  * Producer protocol (GPU threads, many at once):
  *  1. reserve n slots with a fetch-and-add (a ticket) on the reservation word, which lives
  *     in device memory (device atomics on pinned host memory are not allowed over PCIe) and
- *     returns, beside the ticket, the free bound: a completion index producers have seen.
- *     The slots may be written once the proxy's completion index, not its read index, shows
- *     them free, so a slot's staging area stays the producer's until the entry using it has
- *     completed.  A ticket cannot be handed back: a producer that gives up waiting for its
- *     slots (the queue's timeout, the proxy stalled) leaves them unpublished, the proxy stops
- *     there, and every later call on the queue fails the same way (the window holds the
- *     error);
+ *     returns, beside the ticket, the free bound: a free index producers have seen.  The
+ *     slots may be written once the proxy's free index, not its read index, shows them free:
+ *     the free index is the completion index held back at the first get or atomic whose
+ *     producer has not yet acknowledged its result (gpuic_dev_proxy_ack()), so a slot's
+ *     staging area stays its producer's until the entry using it has completed and its result,
+ *     if any, has been read.  A ticket cannot be handed back: a producer that gives up
+ *     waiting for its slots (the queue's timeout, the proxy stalled) leaves them unpublished,
+ *     the proxy stops there, and every later call on the queue fails the same way (the window
+ *     holds the error);
  *  2. write and publish the entry in the same stores: the ring is tagged (gpuic_ring_t.tagged),
  *     each 8-byte word carries 4 bytes of the entry and the tag of its block, and the proxy
  *     takes the entry at its read index once every word is there.  No fence stands between
@@ -25,8 +27,9 @@
  *     for the stores before it), and producers never wait for one another (a doorbell advanced
  *     in reservation order would chain every producer behind the slowest).  Only an entry that
  *     points to a staged payload needs a fence, between the payload and the entry's words;
- *  3. complete: the proxy stores its completion index (pinned host memory) after each round;
- *     a thread waiting for an entry, a result or a flush reads it with system-scope acquire.
+ *  3. complete: the proxy stores its completion and free indexes (pinned host memory) after
+ *     each round; a thread waiting for an entry, a result or a flush reads them with
+ *     system-scope acquire, and a thread that read a result acknowledges it.
  * Payloads of up to GPUIC_WQE_MAX_INLINE bytes travel inside the entry; larger ones, and
  * every result, go through the slot's staging area.
  */
