@@ -1140,13 +1140,8 @@ static void gpuic_proxy_watch_queues(gpuic_proxy_t *proxy)
  * Idle passes a proxy fed only by GPU threads spins before it starts yielding its core (then
  * sleeping after spin_rounds, as every proxy does).  A yield costs the next entry's pickup
  * up to a microsecond when entries come a few microseconds apart, as one thread's device
- * put + flush loop sends them (proxy_bench --direct-host, tagged ring one entry at a time 3 us
- * apart, 2-core VM: entry -> completion index 0.97-1.03 us yielding after 64 idle passes,
- * 0.78-0.82 us after 1024); host producers keep the early yield (they may share the core).
- * On one H200 a device put + flush to a host window did not move with it (2.78-3.16 against
- * 3.00-3.25 us, both builds in one run): there the proxy is done before the device's read of
- * the completion index arrives (docs/performance.md, flush_study), so its pickup is off the
- * critical path; it counts where the proxy's work is longer than that read.
+ * put + flush loop sends them; host producers keep the early yield (they may share the core).
+ * Figures: docs/performance-history.md, "Proxy yield".
  */
 #define GPUIC_PROXY_DEVICE_YIELD_PASSES 1024u
 

@@ -27,9 +27,9 @@
  * Idle: the thread starts when the first ring is added, spins a short while after its last
  * work, then sleeps in growing pauses (1 us doubling up to max_sleep_us, default 5 ms; each
  * wake-up costs the platform's timer and scheduler a few tens of microseconds, so the longest
- * pause is what sets an idle proxy's CPU use: about 0.5% of a core at 5 ms, 2% at 1 ms on a
- * small VM).  A host producer's commit ends a pause at once (gpuic_ring_notify(): the proxy
- * registers itself as every attached ring's waiter).  A device producer cannot signal the
+ * pause is what sets an idle proxy's CPU use; docs/performance-history.md gives figures).
+ * A host producer's commit ends a pause at once (gpuic_ring_notify(): the proxy registers
+ * itself as every attached ring's waiter).  A device producer cannot signal the
  * host, so its first WQE after an idle spell waits up to max_sleep_us to be picked up; after
  * that the proxy is awake and spinning again.  gpuic_proxy_wake() ends a pause as well.
  * Destroy drains what is published, completes it and joins the thread.

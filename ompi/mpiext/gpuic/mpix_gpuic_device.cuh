@@ -364,20 +364,18 @@ __host__ __device__ static inline void gpuic_dev_copy_team(char *dst, const char
     }
 }
 
-/* 16-byte units each member of a warp or block keeps in flight.  Across NVLink (two H200s) a
- * block put ran the same with 1, 4 or 8 (stores do not wait; what mattered was 16-byte stores
- * instead of bytes: 365 against 209 GB/s), so puts keep one, which keeps a 1024-thread block
- * that puts within its 64 registers per thread (with four, such a kernel failed to launch:
- * "too many resources requested").  A get's remote loads do wait: four per thread keep the link
- * busy. */
+/* 16-byte units each member of a warp or block keeps in flight.  Stores do not wait, so puts
+ * keep one, which keeps a 1024-thread block that puts within its 64 registers per thread; a
+ * get's remote loads do wait, and four per thread keep the link busy
+ * (docs/performance-history.md, "Device copy unrolling"). */
 #define GPUIC_DEV_PUT_UNROLL 1
 #define GPUIC_DEV_GET_UNROLL 4
 
 /* The copy of a single thread (also the proxy's staging copies): no unrolling, which keeps
  * the registers a kernel spends on a plain put low.  A word or two (the common 8-byte put)
  * with both pointers and the size multiples of 8 is stored word by word ahead of the alignment
- * machinery (five source-alignment variants, a head and a tail), which tripled the code of a
- * put + flush kernel and made an 8-byte put slower (0.77 against 0.66 us resolved). */
+ * machinery (five source-alignment variants, a head and a tail), which would triple the code
+ * of a put + flush kernel and slow the 8-byte put (docs/performance-history.md). */
 __host__ __device__ static inline void gpuic_dev_copy(char *dst, const char *src, size_t bytes,
                                                       unsigned first, unsigned stride)
 {
@@ -517,8 +515,7 @@ __device__ static inline int MPIX_Put_device_warp(const void *origin, size_t byt
 
 /** MPIX_Put_device by all threads of a block together (synchronises the block).  To move a
  *  large buffer with several blocks, deal it out in chunks of a few hundred KiB round-robin
- *  rather than one slice a block: across NVLink (two H200s) that ran at 0.94x the copy
- *  engines, slices at 0.88x (docs/perf-2gpu.md). */
+ *  rather than one slice a block: that keeps more of the link busy (docs/perf-2gpu.md). */
 __device__ static inline int MPIX_Put_device_block(const void *origin, size_t bytes, int target,
                                                    MPI_Aint disp, MPIX_Win_device win)
 {

@@ -56,9 +56,8 @@ __device__ static inline void gpuic_dev_fence_stage_to_proxy(void)
  * Sends this thread's stores to pinned host memory (the entries it posted) on their way to the
  * proxy thread now, before the thread starts waiting for their completion.  Not for ordering
  * (the tagged words need none): without a system-scope fence or release the GPU keeps such
- * stores for about a microsecond before they cross PCIe (device_bench: GPU -> CPU -> GPU round
- * trip with a relaxed store and no fence 2.6 us, with one 1.6-1.9 us), time the waiter would
- * add to its wait.  A thread that posts many entries pays it once, at its flush.
+ * stores for about a microsecond before they cross PCIe, time the waiter would add to its
+ * wait (docs/performance-history.md, "Device queue design measurements").  A thread that posts many entries pays it once, at its flush.
  * MPIX_GPUIC_DEVICE_PROXY_PUSH picks how, for measurements: 0 not at all, 1 fence.acq_rel.sys,
  * 2 fence.sc.sys, 3 (default) a release reduction adding 0 to the queue's full_waits counter
  * in device memory (release only: nothing this thread loads afterwards is invalidated).
@@ -96,8 +95,8 @@ __device__ static inline void gpuic_dev_proxy_store_tagged(uint64_t *p, uint64_t
  * Reads the proxy's completion index (returned) and free index (*free_p) in one load:
  * system-scope acquire, so that what the proxy wrote before it published them (results in
  * staging, data complete at the target, the acknowledgements it saw) is visible to this
- * thread's later loads and stores.  (Several relaxed reads in flight with a fence after a hit
- * were measured slower: the fence waits for the reads still in flight.)  Each index is read
+ * thread's later loads and stores.  One acquire load, not relaxed reads and a fence: the fence
+ * would wait for the reads still in flight.  Each index is read
  * whole; the two may be of different moments, which neither use minds.
  */
 __device__ static inline uint64_t gpuic_dev_proxy_load_done(const uint64_t *done,
@@ -124,9 +123,8 @@ __device__ static inline uint64_t gpuic_dev_proxy_load_done(const uint64_t *done
  * one system-scope release fence for all @p n, then relaxed system-scope stores (a fence and a
  * relaxed store make a release pattern).  The fence waits for this thread's outstanding
  * stores too, so callers acknowledge before they store a result they hold in registers
- * (gpuic_dev_proxy_atomic(), a get of one aligned word): a get of 8 bytes into device memory
- * took about 0.8 us more with its store to the origin before the fence (one H200, resolved
- * host-window target: 4.96-5.10 us against 4.10-4.33).
+ * (gpuic_dev_proxy_atomic(), a get of one aligned word): otherwise the fence waits for that
+ * store to device memory (docs/performance-history.md).
  */
 __device__ static inline void gpuic_dev_proxy_ack(const MPIX_Gpuic_device_queue *q, uint64_t seq,
                                                   unsigned n)
@@ -259,8 +257,7 @@ __device__ static inline unsigned long long gpuic_dev_proxy_ld_relaxed(
  * (gpuic_dev_proxy_bound_publish() says how).  Not atomicAdd(): on a pointer the compiler
  * cannot prove global, that is a generic atomic whose shared-memory check branches on a
  * predicate the atomic returns, so nothing after it issued before it completed.  The acquire
- * costs nothing measurable here (flush_study: a lone put + flush 2.37-2.44 us with it, 2.38-2.41
- * relaxed, one H200).
+ * is needed and was measured free (docs/performance-history.md).
  */
 __device__ static inline unsigned long long gpuic_dev_proxy_fetch_add(unsigned long long *p,
                                                                       unsigned long long v)
@@ -379,8 +376,8 @@ __device__ static inline void gpuic_dev_proxy_bound_publish(MPIX_Gpuic_device_qu
 /*
  * How far the free bound may stay behind an index a thread found on its first look before it
  * publishes it.  The publication is a release, and a release waits for this thread's memory
- * operations: published after every put + flush it cost about 0.3 us of the flush (one H200,
- * one thread, resolved host-window target: 2.70 against 2.25 us a put + flush without it).
+ * operations, so publishing after every put + flush would add that wait to every flush
+ * (docs/performance-history.md).
  * Behind by less than this, a reservation still finds its slots free unless more than
  * size - GPUIC_DEV_PROXY_PUBLISH_LAG of them are taken (then it looks at free_seen, or waits
  * for the free index as gpuic_dev_proxy_await() does), and threads napping there are served
@@ -539,10 +536,8 @@ __device__ static inline int gpuic_dev_proxy_wait_pushed(const MPIX_Device_targe
  *
  * The queue's words a wait or a reservation needs after an acquire load are read before it:
  * an acquire invalidates the SM's L1, so each such word read after it is one more L2 round
- * trip (~0.3 us) on the caller's critical path.  (The PTX of a put + flush loop read the
- * completion index's address before every poll of it, and the ring's size after the
- * reservation's fetch-and-add.)  Here the index's address is read before the push, whose wait
- * for the stores hides the load.
+ * trip on the caller's critical path.  Here the index's address is read before the push,
+ * whose wait for the stores hides the load.
  */
 __device__ static inline int gpuic_dev_proxy_wait_until(const MPIX_Device_target *t,
                                                         uint64_t seq, bool all)
@@ -571,12 +566,9 @@ __device__ static inline int gpuic_dev_proxy_wait(const MPIX_Device_target *t, u
  * When free_seen covers them, the reservation whose slots cross a multiple of
  * GPUIC_DEV_PROXY_PUBLISH_LAG also raises the bound to it: in a stream of puts without a flush
  * nothing else does until a reservation has to wait, so every reservation of the lap would
- * come here.  Only those few: with every reservation that came here publishing (up to four
- * compare-and-swaps each) the message rate of 132 x 1024 threads was 9.1-9.8 M msg/s, against
- * 10.2-11.0 with none of them publishing (separate runs), their retries crowding the word
- * every reservation adds to.  (One H200, alternated in one run, two rounds, M msg/s at
- * 8 x 256 / 132 x 256 / 132 x 1024 threads: 30.8-37.0 / 16.4-17.7 / 10.4-11.1 with these
- * publications, 23.3-26.2 / 16.5-17.4 / 10.2-11.0 without.)
+ * come here.  Only those few: if every reservation that came here published, their
+ * compare-and-swap retries would crowd the word every reservation adds to
+ * (docs/performance-history.md).
  */
 __device__ static inline int gpuic_dev_proxy_reserve_slow(const MPIX_Device_target *t,
                                                           uint32_t start, unsigned n)
@@ -602,9 +594,8 @@ __device__ static inline int gpuic_dev_proxy_reserve_slow(const MPIX_Device_targ
  * Reserves @p n consecutive slots and waits until they are free; *start_p is the first one's
  * sequence number (gpuic_dev_proxy_reached() says how they count).  One fetch-and-add, which
  * returns the free bound beside the ticket, so a reservation the bound covers takes one L2
- * round trip.  (With the bound in done_seen, a second word looked at beside the fetch-and-add,
- * a lone put + flush took 0.15-0.2 us more: flush_study, 2.57-2.63 us against 2.38-2.44; the
- * look issued before the fetch-and-add held the fetch-and-add back until it completed.)
+ * round trip: a second word looked at beside the fetch-and-add would hold the fetch-and-add
+ * back until the look completed (docs/performance-history.md).
  */
 __device__ static inline int gpuic_dev_proxy_reserve(const MPIX_Device_target *t, unsigned n,
                                                      uint64_t *start_p)
@@ -772,9 +763,8 @@ __device__ static inline void gpuic_dev_proxy_put8_write(const MPIX_Device_targe
  * and the padding), so a warp of puts is 5 entries for the proxy instead of 32.  A lane alone
  * in its warp (one thread's put + flush loop) posts an entry of one put (one block) without
  * the grouping: two matches, the shuffles of the reservation and the general entry layout
- * cost a lone put + flush about 0.2 us (one H200, one thread's loop on a resolved host-window
- * target: 2.87-2.90 us with them, 2.70 with the entry written for one lane, before done_seen
- * was published lazily: GPUIC_DEV_PROXY_PUBLISH_LAG).  The ring's address and size are
+ * would be on a lone put + flush's critical path (docs/performance-history.md).  The ring's
+ * address and size are
  * read before the reservation (gpuic_dev_proxy_wait_until() says why); few values are live here, so
  * they cost no register where the kernel's other paths need more.
  */
