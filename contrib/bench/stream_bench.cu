@@ -27,7 +27,8 @@
  *   floor kernel_launch_pdl     the same, launched with cudaLaunchKernelEx and programmatic
  *                               stream serialization, the kernel beginning with the stream
  *                               kernels' griddepcontrol prologue (what the enqueued calls'
- *                               launches cost on sm_90+; GPUIC_STREAM_PDL=0 turns theirs off)
+ *                               launches cost on sm_90+; OMPI_MCA_osc_gpuic_stream_pdl=0
+ *                               turns theirs off)
  *   floor stream_write_value    cuStreamWriteValue32 to a device word, back to back (through
  *                               cudaGetDriverEntryPoint; no row where unavailable)
  *   floor stream_agent_rtt      a request the stream writes (cuStreamWriteValue32 to a device

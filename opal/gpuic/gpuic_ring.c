@@ -168,20 +168,14 @@ static int gpuic_ring_tagged_read(const gpuic_ring_t *ring, uint64_t seq, uint32
     return 1;
 }
 
-/* How far ahead of its read index the consumer of a tagged ring prefetches, in blocks (0:
- * not at all, for measurements). */
-#ifndef GPUIC_RING_PREFETCH_BB
+/* How far ahead of its read index the consumer of a tagged ring prefetches, in blocks. */
 #define GPUIC_RING_PREFETCH_BB 4
-#endif
 
 /* Prefetches the tagged block at @p seq (both of its cache lines) for reading. */
 static inline void gpuic_ring_prefetch(const gpuic_ring_t *ring, uint64_t seq)
 {
     const char *p = (const char *)(ring->tagged + (seq & ring->mask) * GPUIC_RING_TAGGED_WORDS);
 
-    if (GPUIC_RING_PREFETCH_BB == 0) {
-        return;
-    }
     __builtin_prefetch(p, 0, 3);
     __builtin_prefetch(p + 64, 0, 3);
 }

@@ -57,27 +57,14 @@ __device__ static inline void gpuic_dev_fence_stage_to_proxy(void)
  * proxy thread now, before the thread starts waiting for their completion.  Not for ordering
  * (the tagged words need none): without a system-scope fence or release the GPU keeps such
  * stores for about a microsecond before they cross PCIe, time the waiter would add to its
- * wait (docs/performance-history.md, "Device queue design measurements").  A thread that posts many entries pays it once, at its flush.
- * MPIX_GPUIC_DEVICE_PROXY_PUSH picks how, for measurements: 0 not at all, 1 fence.acq_rel.sys,
- * 2 fence.sc.sys, 3 (default) a release reduction adding 0 to the queue's full_waits counter
- * in device memory (release only: nothing this thread loads afterwards is invalidated).
+ * wait (docs/performance-history.md, "Device queue design measurements").  A thread that
+ * posts many entries pays it once, at its flush.  The push is a release reduction adding 0 to
+ * the queue's full_waits counter in device memory: a release, not a fence, so nothing this
+ * thread loads afterwards is invalidated.
  */
-#ifndef MPIX_GPUIC_DEVICE_PROXY_PUSH
-#define MPIX_GPUIC_DEVICE_PROXY_PUSH 3
-#endif
 __device__ static inline void gpuic_dev_proxy_push(MPIX_Gpuic_device_queue *q)
 {
-#if MPIX_GPUIC_DEVICE_PROXY_PUSH == 1
-    (void)q;
-    asm volatile("fence.acq_rel.sys;" ::: "memory");
-#elif MPIX_GPUIC_DEVICE_PROXY_PUSH == 2
-    (void)q;
-    asm volatile("fence.sc.sys;" ::: "memory");
-#elif MPIX_GPUIC_DEVICE_PROXY_PUSH == 3
     asm volatile("red.release.sys.global.add.u64 [%0], 0;" ::"l"(&q->full_waits) : "memory");
-#else
-    (void)q;
-#endif
 }
 
 /*

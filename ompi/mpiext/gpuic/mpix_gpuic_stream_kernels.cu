@@ -32,7 +32,7 @@ typedef mpix_gpuic_stream_sync_args_t sync_args_t;
 /*
  * Compiled for sm_90 or newer, the kernels are launched with
  * CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (osc_gpuic_stream.c decides by the
- * architecture of the loaded code, MPIX_GPUIC_STREAM_PDL_ARCH; GPUIC_STREAM_PDL=0 turns it off):
+ * architecture of the loaded code, MPIX_GPUIC_STREAM_PDL_ARCH; osc_gpuic_stream_pdl=0 turns it off):
  * such a kernel may be scheduled as soon as the kernel ahead of it on the stream has triggered
  * its dependents (griddepcontrol.launch_dependents in every block, or all its blocks exited),
  * which hides the launch latency behind the previous kernel's end.  That changes nothing either
@@ -49,7 +49,7 @@ typedef mpix_gpuic_stream_sync_args_t sync_args_t;
  *    stream serialization and starts after this kernel has completed, so the kernel boundary
  *    the flush and completion rules rely on (docs/streams.md) is where it was.
  *
- * Launched without the attribute (older drivers, GPUIC_STREAM_PDL=0) or with no kernel ahead,
+ * Launched without the attribute (older drivers, osc_gpuic_stream_pdl=0) or with no kernel ahead,
  * both instructions do nothing; compiled for an older architecture they are left out, and the
  * component then launches without the attribute (a wait must never be missing under it).
  *

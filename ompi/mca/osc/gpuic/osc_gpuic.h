@@ -235,6 +235,7 @@ typedef struct ompi_osc_gpuic_component {
     int  device_queue_slots; /**< slots of a window's device queue */
     int  device_stage_bytes; /**< staging bytes per device-queue slot */
     int  device;            /**< device when gpuic picks one: -1 by node-local rank, N that one */
+    bool stream_pdl;        /**< stream kernels may use programmatic dependent launch */
 
     ompi_osc_gpuic_counters_t counters; /**< MPI_T performance variables */
 

@@ -240,6 +240,14 @@ static int ompi_osc_gpuic_component_register(void)
         "device itself (cudaSetDevice) keeps it; MPIX_Gpuic_bind_device follows the same rule",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.device);
+    mca_osc_gpuic_component.stream_pdl = true;
+    (void)mca_base_component_var_register(
+        c, "stream_pdl",
+        "Launch the kernels of stream-triggered calls with programmatic dependent launch when "
+        "their loaded code supports it (sm_90 or newer); false launches them in plain stream "
+        "order, for comparison",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_gpuic_component.stream_pdl);
     ompi_osc_gpuic_pvars_register(c);
     return OMPI_SUCCESS;
 }
@@ -247,21 +255,15 @@ static int ompi_osc_gpuic_component_register(void)
 /*
  * Open MPI's loader checks no version, and the component reaches into internal structures whose
  * layout may change between releases: refuse to open under any Open MPI other than the one the
- * headers came from.  GPUIC_TEST_OMPI_VERSION replaces the running version (for the test of
- * this guard only).
+ * headers came from.
  */
 static int ompi_osc_gpuic_version_check(void)
 {
     char running[MPI_MAX_LIBRARY_VERSION_STRING] = "";
-    const char *fake = getenv("GPUIC_TEST_OMPI_VERSION");
     int len = 0, major = -1, minor = -1, release = -1;
     const char *v;
 
-    if (fake != NULL) {
-        snprintf(running, sizeof(running), "Open MPI v%s", fake);
-    } else {
-        (void)PMPI_Get_library_version(running, &len);
-    }
+    (void)PMPI_Get_library_version(running, &len);
     v = strstr(running, "Open MPI v");
     if (v == NULL || sscanf(v, "Open MPI v%d.%d.%d", &major, &minor, &release) != 3 ||
         major != OMPI_MAJOR_VERSION || minor != OMPI_MINOR_VERSION ||

@@ -335,17 +335,16 @@ static int ompi_osc_gpuic_stream_buffer(const void *ptr, uint64_t *dptr_p)
  * was compiled for MPIX_GPUIC_STREAM_PDL_ARCH or newer, the code that begins with the
  * griddepcontrol prologue (mpix_gpuic_stream_kernels.cu; older code, or PTX of an older
  * architecture JIT-compiled for a newer device, has none and must keep plain stream order),
- * unless GPUIC_STREAM_PDL=0 in the environment turns it off (for comparison).
+ * unless the MCA parameter osc_gpuic_stream_pdl turns it off (for comparison).
  */
 static unsigned ompi_osc_gpuic_stream_flags(const char *name, void *fn)
 {
-    const char *env = getenv("GPUIC_STREAM_PDL");
     int arch = gpuic_cuda_function_arch(fn);
-    bool off = env != NULL && strcmp(env, "0") == 0;
+    bool off = !mca_osc_gpuic_component.stream_pdl;
     bool pdl = !off && arch >= MPIX_GPUIC_STREAM_PDL_ARCH;
 
     gpuic_log(GPUIC_LOG_DEBUG, "stream kernel %s: code for compute_%d, programmatic dependent "
-              "launch %s", name, arch, pdl ? "on" : off ? "off (GPUIC_STREAM_PDL=0)" : "off");
+              "launch %s", name, arch, pdl ? "on" : off ? "off (osc_gpuic_stream_pdl)" : "off");
     return pdl ? GPUIC_CUDA_LAUNCH_PDL : 0;
 }
 

@@ -78,7 +78,7 @@ typedef struct ompi_osc_gpuic_stream_ops {
      * Launches kernel @p kernel of @p image (loaded into the current context on first use) on
      * @p stream with one argument, the structure at @p args; with programmatic dependent
      * launch when the loaded code begins with the griddepcontrol prologue
-     * (MPIX_GPUIC_STREAM_PDL_ARCH) and GPUIC_STREAM_PDL is not 0.
+     * (MPIX_GPUIC_STREAM_PDL_ARCH) and osc_gpuic_stream_pdl is true.
      */
     int (*launch)(const ompi_osc_gpuic_stream_image_t *image, int kernel, unsigned grid,
                   unsigned block, void *stream, void *args);
