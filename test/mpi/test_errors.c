@@ -7,7 +7,7 @@
  *                      to a dynamic window (before attach, past a region, after detach)
  *   MPI_ERR_DISP       a negative displacement (checked by Open MPI itself)
  *   MPI_ERR_RANK       flush to a rank outside the group
- *   MPI_ERR_RMA_FLAVOR attach, detach and shared_query on the wrong flavor
+ *   MPI_ERR_RMA_FLAVOR attach and detach on the wrong flavor
  *   MPI_ERR_RMA_ATTACH overlapping attach; MPI_ERR_ARG detach of memory not attached
  */
 #include <stdlib.h>
@@ -139,8 +139,8 @@ int main(int argc, char **argv)
         void *qbase;
         CHECK_CLASS(MPI_Win_attach(win, buf, sizeof(buf)), MPI_ERR_RMA_FLAVOR);
         CHECK_CLASS(MPI_Win_detach(win, buf), MPI_ERR_RMA_FLAVOR);
-        CHECK_CLASS(MPI_Win_shared_query(win, 0, &qsize, &qdisp, &qbase), MPI_ERR_RMA_FLAVOR);
     }
+
 
     /* dynamic windows: overlapping attach, detach of what is not attached, access to memory
      * that is not attached (nothing written), access after detach */
@@ -186,6 +186,33 @@ int main(int argc, char **argv)
         free(all);
         free(mem);
         free(other);
+    }
+
+    /* MPI_Win_shared_query on a window that is not a shared one (MPI 4.0 12.2.3): this
+     * process's own memory, a peer's memory where it can be loaded and stored (its base must
+     * then hold what the peer wrote), else size 0 and no base */
+    {
+        MPI_Aint qsize;
+        int qdisp, r, val;
+        int *qbase;
+        MPI_Win_fence(0, win);
+        base[WIN_INTS - 1] = 7000 + rank;
+        MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+        for (r = 0; r < n; ++r) {
+            CHECK(MPI_Win_shared_query(win, r, &qsize, &qdisp, &qbase) == MPI_SUCCESS);
+            CHECK(qdisp == (int)sizeof(int));
+            if (r == rank) {
+                CHECK(qbase == base && qsize == (MPI_Aint)(WIN_INTS * sizeof(int)));
+            } else if (qbase != NULL) {
+                CHECK(qsize == (MPI_Aint)(WIN_INTS * sizeof(int)));
+                val = __atomic_load_n(&qbase[WIN_INTS - 1], __ATOMIC_ACQUIRE);
+                CHECK(val == 7000 + r);
+            } else {
+                CHECK(qsize == 0);
+            }
+        }
+        CHECK(MPI_Win_shared_query(win, MPI_PROC_NULL, &qsize, &qdisp, &qbase) == MPI_SUCCESS);
+        CHECK_CLASS(MPI_Win_shared_query(win, n, &qsize, &qdisp, &qbase), MPI_ERR_RANK);
     }
 
     MPI_Win_free(&win);

@@ -146,19 +146,41 @@ void ompi_osc_gpuic_shared_release(ompi_osc_gpuic_module_t *module)
     module->shm_off = NULL;
 }
 
+/* Where this process can load and store @p rank's window memory of a window that is not a
+ * shared one, or NULL: same-node host memory the window mapped (MPI_Win_allocate with direct
+ * mappings), or this process's own memory. */
+static void *ompi_osc_gpuic_shared_mapping(ompi_osc_gpuic_module_t *module, int rank)
+{
+    const ompi_osc_gpuic_peer_t *peer = &module->peers[rank];
+
+    if (peer->win.size == 0 || peer->win.gpu || module->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        return NULL;
+    }
+    if (rank == ompi_comm_rank(module->comm)) {
+        return module->base;
+    }
+    return peer->win.direct;
+}
+
+/*
+ * MPI_Win_shared_query.  Shared windows answer with their segment.  Other flavors answer as
+ * MPI 4.0 section 12.2.3 says: the memory of a rank this process can load and store directly,
+ * else size 0 and a NULL base (so an MPI 4 code can ask any window, and one that asks a
+ * window gpuic maps gets load/store access).
+ */
 int ompi_osc_gpuic_win_shared_query(struct ompi_win_t *win, int rank, size_t *size,
                                     int *disp_unit, void *baseptr)
 {
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
     int n = ompi_comm_size(module->comm), i;
+    void *mapped;
 
-    if (module->flavor != MPI_WIN_FLAVOR_SHARED) {
-        return MPI_ERR_RMA_FLAVOR;
-    }
     if (rank == MPI_PROC_NULL) {
-        /* the segment of the lowest rank that allocated memory */
+        /* the lowest rank whose memory is there (size > 0 and reachable) */
         for (i = 0, rank = 0; i < n; ++i) {
-            if (module->peers[i].win.size > 0) {
+            if (module->peers[i].win.size > 0 &&
+                (module->flavor == MPI_WIN_FLAVOR_SHARED ||
+                 ompi_osc_gpuic_shared_mapping(module, i) != NULL)) {
                 rank = i;
                 break;
             }
@@ -167,8 +189,14 @@ int ompi_osc_gpuic_win_shared_query(struct ompi_win_t *win, int rank, size_t *si
     if (rank < 0 || rank >= n) {
         return MPI_ERR_RANK;
     }
-    *size = module->peers[rank].win.size;
     *disp_unit = module->peers[rank].disp_unit;
+    if (module->flavor != MPI_WIN_FLAVOR_SHARED) {
+        mapped = ompi_osc_gpuic_shared_mapping(module, rank);
+        *size = mapped != NULL ? module->peers[rank].win.size : 0;
+        *(void **)baseptr = mapped;
+        return OMPI_SUCCESS;
+    }
+    *size = module->peers[rank].win.size;
     *(void **)baseptr = module->shm_seg != NULL && *size > 0
                             ? module->shm_seg + module->shm_off[rank]
                             : NULL;
