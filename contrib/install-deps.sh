@@ -2,11 +2,12 @@
 # Installs what building and testing gpuic needs on Debian 12 / Ubuntu (as root, apt-get).
 # Does nothing when everything is already there.
 set -e
-# The last line: real users of MPI RMA that the tests run unchanged (Global Arrays' static
-# library needs ScaLAPACK without depending on it).
+# The last two lines: real users of MPI RMA that the tests run unchanged (Global Arrays' static
+# library needs ScaLAPACK without depending on it; PETSc's star forests have a window backend).
 PKGS="build-essential autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin libucx-dev
       libibverbs-dev python3 valgrind groff-base
-      python3-mpi4py python3-numpy libarmci-mpi-dev libglobalarrays-dev libscalapack-openmpi-dev"
+      python3-mpi4py python3-numpy libarmci-mpi-dev libglobalarrays-dev libscalapack-openmpi-dev
+      libpetsc-real3.18-dev"
 missing=""
 for p in $PKGS; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -64,6 +64,7 @@ class Gpuic(AutotoolsPackage):
             # Optional test-only users of RMA: never picked up from the host by accident.
             "--without-armci",
             "--without-ga",
+            "--without-petsc",
         ]
         if spec.satisfies("+cuda"):
             args.append("--with-cuda={0}".format(spec["cuda"].prefix))
