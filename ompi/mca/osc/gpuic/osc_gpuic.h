@@ -56,7 +56,8 @@ typedef enum ompi_osc_gpuic_epoch {
 typedef struct ompi_osc_gpuic_state {
     /** Passive-target lock: number of shared holders, plus LOCK_EXCLUSIVE when held exclusively. */
     uint64_t lock;
-    /** Accumulate lock: 0 free, else 1 + rank of the holder. */
+    /** Accumulate lock: high half 0 free, else 1 + rank of the holder of a bulk update; low
+     *  half the number of single-element atomics in flight (osc_gpuic_state.c). */
     uint64_t acc_lock;
     /** [2r]: MPI_Win_post calls rank r addressed to this process;
      *  [2r+1]: MPI_Win_complete calls rank r addressed to this process. */
@@ -288,6 +289,14 @@ uint64_t ompi_osc_gpuic_state_read_local(ompi_osc_gpuic_module_t *module, size_t
 int ompi_osc_gpuic_acc_lock(ompi_osc_gpuic_module_t *module, int target);
 /** Gives @p target's accumulate lock back. */
 int ompi_osc_gpuic_acc_unlock(ompi_osc_gpuic_module_t *module, int target);
+/**
+ * Announces a single-element atomic on @p target's window: returns once no process holds the
+ * target's accumulate lock, and keeps any from taking it (acc_lock waits) until
+ * ompi_osc_gpuic_acc_leave().  Waits yield while a holder works.
+ */
+int ompi_osc_gpuic_acc_enter(ompi_osc_gpuic_module_t *module, int target);
+/** Ends what ompi_osc_gpuic_acc_enter() began; the atomic's update is visible first. */
+int ompi_osc_gpuic_acc_leave(ompi_osc_gpuic_module_t *module, int target);
 
 /* Status translation (osc_gpuic_status.c) */
 int ompi_osc_gpuic_error(gpuic_status_t status);
