@@ -36,9 +36,11 @@
 
 #include "osc_gpuic.h"
 
-/* UCX chunks of a pipelined combine, and how many are in flight at once. */
-#define OMPI_OSC_GPUIC_ACC_CHUNK (64 * 1024)
-#define OMPI_OSC_GPUIC_ACC_DEPTH 4
+/* UCX chunks of a pipelined combine, and how many are in flight at once: few large requests,
+ * since without a transport that reaches user memory UCX serves each through the target's
+ * progress, and a ring that stays in cache. */
+#define OMPI_OSC_GPUIC_ACC_CHUNK (512 * 1024)
+#define OMPI_OSC_GPUIC_ACC_DEPTH 2
 /* Contiguous pieces one element of a type with gaps (pair types) may come in. */
 #define OMPI_OSC_GPUIC_ACC_PIECES 16
 /* Largest element extent (MPI_LONG_DOUBLE_INT, MPI_C_LONG_DOUBLE_COMPLEX: 32 bytes). */
@@ -491,6 +493,14 @@ static void ompi_osc_gpuic_acc_from_word(void *p, uint64_t v, size_t esize)
     }
 }
 
+/* Per thread: the value this thread last left in an element through a compare-and-swap loop. */
+static __thread struct {
+    const ompi_osc_gpuic_module_t *module;
+    int                           target;
+    uint64_t                      raddr;
+    uint64_t                      value;
+} ompi_osc_gpuic_acc_guess;
+
 /*
  * One aligned element of 4 or 8 bytes through UCX atomics: the native one where the op is an
  * integer add, and, or, xor, swap or read; else a compare-and-swap loop.
@@ -528,19 +538,28 @@ static int ompi_osc_gpuic_acc_elem_ucx(ompi_osc_gpuic_acc_t *acc, uint64_t raddr
         }
         return rc;
     }
-    rc = ompi_osc_gpuic_acc_ucx_fetch(acc, GPUIC_ATOMIC_ADD, 0, 0, raddr, &cur);
-    while (rc == OMPI_SUCCESS) {
+    /* The loop starts from a guess (what this thread last saw there): a wrong one costs what a
+     * first read would, and the common case of one origin updating an element saves it. */
+    cur = ompi_osc_gpuic_acc_guess.module == acc->module &&
+                  ompi_osc_gpuic_acc_guess.target == acc->target &&
+                  ompi_osc_gpuic_acc_guess.raddr == raddr
+              ? ompi_osc_gpuic_acc_guess.value
+              : 0;
+    for (;;) {
         ompi_osc_gpuic_acc_from_word(old, cur, acc->esize);
         memcpy(next, old, acc->esize);
         ompi_osc_gpuic_acc_combine(acc, origin, next, 1);
-        rc = ompi_osc_gpuic_acc_ucx_fetch(acc, GPUIC_ATOMIC_CSWAP,
-                                          ompi_osc_gpuic_acc_to_word(next, acc->esize), cur,
-                                          raddr, &seen);
+        value = ompi_osc_gpuic_acc_to_word(next, acc->esize);
+        rc = ompi_osc_gpuic_acc_ucx_fetch(acc, GPUIC_ATOMIC_CSWAP, value, cur, raddr, &seen);
         if (rc != OMPI_SUCCESS || seen == cur) {
             break;
         }
         cur = seen;
     }
+    ompi_osc_gpuic_acc_guess.module = acc->module;
+    ompi_osc_gpuic_acc_guess.target = acc->target;
+    ompi_osc_gpuic_acc_guess.raddr = raddr;
+    ompi_osc_gpuic_acc_guess.value = value;
     return rc;
 }
 
