@@ -60,17 +60,38 @@ typedef struct ompi_osc_gpuic_state {
      *  half the number of single-element atomics in flight (osc_gpuic_state.c). */
     uint64_t acc_lock;
     /** [2r]: MPI_Win_post calls rank r addressed to this process;
-     *  [2r+1]: MPI_Win_complete calls rank r addressed to this process. */
+     *  [2r+1]: MPI_Win_complete calls rank r addressed to this process.
+     *  Then, at ompi_osc_gpuic_state_acc_flag_offset(), one cache line per rank r: the number
+     *  of single-element accumulates rank r has in flight here (all_direct windows). */
     uint64_t pscw[];
 } ompi_osc_gpuic_state_t;
 
 /** Value of ompi_osc_gpuic_state_t.lock while an exclusive lock is held. */
 #define OMPI_OSC_GPUIC_LOCK_EXCLUSIVE (1ULL << 32)
 
+/** Bytes between the single-element accumulate announcements of two origins (one cache line
+ *  each, so that announcing never moves another origin's line). */
+#define OMPI_OSC_GPUIC_ACC_FLAG_STRIDE 64
+
+/**
+ * Offset of the word in which origin @p rank announces its single-element accumulates in
+ * flight on all_direct windows (osc_gpuic_state.c), after the post/complete words of a window
+ * of @p nranks processes.
+ */
+static inline size_t ompi_osc_gpuic_state_acc_flag_offset(int nranks, int rank)
+{
+    size_t pscw_end = offsetof(ompi_osc_gpuic_state_t, pscw) +
+                      2 * (size_t)nranks * sizeof(uint64_t);
+    size_t first = (pscw_end + OMPI_OSC_GPUIC_ACC_FLAG_STRIDE - 1) /
+                   OMPI_OSC_GPUIC_ACC_FLAG_STRIDE * OMPI_OSC_GPUIC_ACC_FLAG_STRIDE;
+
+    return first + (size_t)rank * OMPI_OSC_GPUIC_ACC_FLAG_STRIDE;
+}
+
 /** Size of the state block of a window of @p nranks processes. */
 static inline size_t ompi_osc_gpuic_state_size(int nranks)
 {
-    return offsetof(ompi_osc_gpuic_state_t, pscw) + 2 * (size_t)nranks * sizeof(uint64_t);
+    return ompi_osc_gpuic_state_acc_flag_offset(nranks, nranks);
 }
 
 /** Offset of the counter of posts from @p rank. */

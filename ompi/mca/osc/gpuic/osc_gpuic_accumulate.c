@@ -60,14 +60,31 @@ typedef struct ompi_osc_gpuic_acc {
      * functions take. */
     const char              *obuf;   /* origin elements; NULL for MPI_NO_OP */
     char                    *old;    /* receives the old target elements; NULL: not fetching */
-    /* The element of a type with gaps being assembled from its pieces, in type-map order. */
+    /* The element of a type with gaps being assembled from its pieces, in type-map order: set
+     * up by ompi_osc_gpuic_acc_apply() (left uninitialised before, it is large). */
+    int                     npieces;
+    size_t                  got;
     char                    elem[OMPI_OSC_GPUIC_ACC_ELEM_MAX];
     char                    *piece_at[OMPI_OSC_GPUIC_ACC_PIECES];
     size_t                  piece_off[OMPI_OSC_GPUIC_ACC_PIECES];
     size_t                  piece_len[OMPI_OSC_GPUIC_ACC_PIECES];
-    int                     npieces;
-    size_t                  got;
 } ompi_osc_gpuic_acc_t;
+
+/* Sets the fields every path reads (not the element assembly state). */
+static void ompi_osc_gpuic_acc_init(ompi_osc_gpuic_acc_t *acc, ompi_osc_gpuic_module_t *module,
+                                    int target, struct ompi_op_t *op)
+{
+    acc->module = module;
+    acc->target = target;
+    acc->region = NULL;
+    acc->op = op;
+    acc->prim = NULL;
+    acc->esize = acc->extent = acc->nelem = 0;
+    acc->obuf = NULL;
+    acc->old = NULL;
+    acc->npieces = 0;
+    acc->got = 0;
+}
 
 /* Addresses of the packed side of a walk are offsets from here; never dereferenced. */
 static char ompi_osc_gpuic_acc_anchor[1];
@@ -642,7 +659,7 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
                                   ptrdiff_t tdisp, int tcount, struct ompi_datatype_t *tdt,
                                   struct ompi_op_t *op)
 {
-    ompi_osc_gpuic_acc_t acc = {0};
+    ompi_osc_gpuic_acc_t acc;
     ompi_osc_gpuic_bounce_t ob = {0}, rb = {0};
     char *obuf_own = NULL, *old_own = NULL, rbuf[8];
     bool has_origin, fetching;
@@ -656,6 +673,7 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
+    ompi_osc_gpuic_acc_init(&acc, module, target, op);
     /* Whether there is an origin or a result is told by the op and the result datatype, not
      * by the addresses: MPI_BOTTOM (NULL) with absolute datatypes is a valid buffer. */
     has_origin = !ompi_osc_gpuic_op_is(op, &ompi_mpi_op_no_op.op);
@@ -700,9 +718,6 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
         gpuic_log(GPUIC_LOG_DEBUG, "accumulate of %zu elements is too large", acc.nelem);
         return MPI_ERR_COUNT;
     }
-    acc.module = module;
-    acc.target = target;
-    acc.op = op;
 
     /* A single predefined element on every side: no copies, no allocation. */
     if (acc.nelem == 1 && (!has_origin || ompi_datatype_is_predefined(odt)) &&
@@ -899,11 +914,10 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
             t = (char *)region->direct + (raddr - region->base);
             ompi_osc_gpuic_cas_atomic(t, origin_addr, compare_addr, result_addr, esize);
         } else {
-            ompi_osc_gpuic_acc_t acc = {0};
+            ompi_osc_gpuic_acc_t acc;
             uint64_t seen = 0;
 
-            acc.module = module;
-            acc.target = target;
+            ompi_osc_gpuic_acc_init(&acc, module, target, NULL);
             acc.region = region;
             acc.esize = esize;
             rc = ompi_osc_gpuic_acc_ucx_fetch(&acc, GPUIC_ATOMIC_CSWAP,

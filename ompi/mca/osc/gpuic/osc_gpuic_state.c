@@ -78,11 +78,16 @@ uint64_t ompi_osc_gpuic_state_read_local(ompi_osc_gpuic_module_t *module, size_t
 }
 
 /*
- * The accumulate lock word (ompi_osc_gpuic_state_t.acc_lock) is one word so that every claim on
- * it is a single atomic: its high half holds 1 + the rank of the process holding it for a bulk
- * update (0: none), its low half counts single-element atomics in flight.  A bulk holder sets
- * its half, then waits until the count drains; a single-element atomic adds one to the count
- * and backs out if it sees a holder.  Neither can then touch an element while the other is.
+ * The accumulate lock word (ompi_osc_gpuic_state_t.acc_lock) keeps bulk updates and
+ * single-element atomics of an element apart.  Its high half holds 1 + the rank of the process
+ * holding it for a bulk update (0: none).  A single-element atomic announces itself first:
+ * - through UCX, in the word's low half, a count of atomics in flight: the announcement and the
+ *   check for a holder are then one atomic;
+ * - on all_direct windows, in its origin's own announcement word (its own cache line, so that
+ *   origins do not move each other's lines), then a sequentially consistent read of the lock
+ *   word (Dekker: a holder sets the lock word, then reads every announcement).
+ * It backs out while a holder is seen.  A bulk holder sets its half, then waits until every
+ * announcement drains.  Neither can then touch an element while the other is.
  */
 #define OMPI_OSC_GPUIC_ACC_HOLDER_SHIFT 32
 #define OMPI_OSC_GPUIC_ACC_COUNT_MASK   0xffffffffULL
@@ -151,6 +156,26 @@ int ompi_osc_gpuic_acc_lock(ompi_osc_gpuic_module_t *module, int target)
     }
     /* Then wait for the single-element atomics already in flight. */
     wait = (gpuic_wait_t)GPUIC_WAIT_INIT;
+    if (module->all_direct) {
+        int n = ompi_comm_size(module->comm), r = 0;
+        char *state = module->peers[target].state_direct;
+
+        while (r < n) {
+            uint64_t *flag = (uint64_t *)(state + ompi_osc_gpuic_state_acc_flag_offset(n, r));
+
+            if (__atomic_load_n(flag, __ATOMIC_SEQ_CST) == 0) {
+                ++r;
+                continue;
+            }
+            rc = ompi_osc_gpuic_acc_wait(module, target, &wait, (uint64_t)r,
+                                         "accumulate lock drain (rank in the word)");
+            if (rc != OMPI_SUCCESS) {
+                (void)ompi_osc_gpuic_acc_unlock(module, target);
+                return rc;
+            }
+        }
+        return OMPI_SUCCESS;
+    }
     while ((old & OMPI_OSC_GPUIC_ACC_COUNT_MASK) != 0) {
         rc = ompi_osc_gpuic_acc_wait(module, target, &wait, old, "accumulate lock drain");
         if (rc == OMPI_SUCCESS) {
@@ -162,6 +187,41 @@ int ompi_osc_gpuic_acc_lock(ompi_osc_gpuic_module_t *module, int target)
         }
     }
     return OMPI_SUCCESS;
+}
+
+/* This process's announcement word in @p target's state block (all_direct windows). */
+static uint64_t *ompi_osc_gpuic_acc_flag(ompi_osc_gpuic_module_t *module, int target)
+{
+    return (uint64_t *)(module->peers[target].state_direct +
+                        ompi_osc_gpuic_state_acc_flag_offset(ompi_comm_size(module->comm),
+                                                             ompi_comm_rank(module->comm)));
+}
+
+/* The all_direct form of acc_enter: announce, then look for a holder. */
+static int ompi_osc_gpuic_acc_enter_direct(ompi_osc_gpuic_module_t *module, int target)
+{
+    uint64_t *flag = ompi_osc_gpuic_acc_flag(module, target), *lock;
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    uint64_t v;
+    int rc;
+
+    lock = (uint64_t *)(module->peers[target].state_direct + ompi_osc_gpuic_acc_word());
+    for (;;) {
+        /* A count, not a flag: threads of one process share the word. */
+        __atomic_fetch_add(flag, 1, __ATOMIC_SEQ_CST);
+        v = __atomic_load_n(lock, __ATOMIC_SEQ_CST);
+        if ((v >> OMPI_OSC_GPUIC_ACC_HOLDER_SHIFT) == 0) {
+            return OMPI_SUCCESS;
+        }
+        __atomic_fetch_sub(flag, 1, __ATOMIC_SEQ_CST);
+        while ((v >> OMPI_OSC_GPUIC_ACC_HOLDER_SHIFT) != 0) {
+            rc = ompi_osc_gpuic_acc_wait(module, target, &wait, v, "accumulate entry");
+            if (rc != OMPI_SUCCESS) {
+                return rc;
+            }
+            v = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
+        }
+    }
 }
 
 int ompi_osc_gpuic_acc_unlock(ompi_osc_gpuic_module_t *module, int target)
@@ -181,6 +241,9 @@ int ompi_osc_gpuic_acc_enter(ompi_osc_gpuic_module_t *module, int target)
     uint64_t old = 0;
     int rc;
 
+    if (module->all_direct) {
+        return ompi_osc_gpuic_acc_enter_direct(module, target);
+    }
     for (;;) {
         rc = ompi_osc_gpuic_state_fetch(module, target, ompi_osc_gpuic_acc_word(),
                                         GPUIC_ATOMIC_ADD, 1, 0, &old);
@@ -207,9 +270,7 @@ int ompi_osc_gpuic_acc_leave(ompi_osc_gpuic_module_t *module, int target)
     uint64_t old = 0;
 
     if (module->all_direct) {
-        __atomic_fetch_sub((uint64_t *)(module->peers[target].state_direct +
-                                        ompi_osc_gpuic_acc_word()),
-                           1, __ATOMIC_RELEASE);
+        __atomic_fetch_sub(ompi_osc_gpuic_acc_flag(module, target), 1, __ATOMIC_RELEASE);
         return OMPI_SUCCESS;
     }
     return ompi_osc_gpuic_state_fetch(module, target, ompi_osc_gpuic_acc_word(),
