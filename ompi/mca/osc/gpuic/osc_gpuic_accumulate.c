@@ -193,8 +193,12 @@ static void ompi_osc_gpuic_acc_issued(ompi_osc_gpuic_acc_t *acc)
 }
 
 /* A chunk of the pipelined combine: fetched, combined, written back, then free again. */
-typedef enum { ACC_SLOT_FREE, ACC_SLOT_GETTING, ACC_SLOT_GOT, ACC_SLOT_PUTTING }
-    ompi_osc_gpuic_acc_slot_state_t;
+typedef enum {
+    OMPI_OSC_GPUIC_ACC_SLOT_FREE,
+    OMPI_OSC_GPUIC_ACC_SLOT_GETTING,
+    OMPI_OSC_GPUIC_ACC_SLOT_GOT,
+    OMPI_OSC_GPUIC_ACC_SLOT_PUTTING
+} ompi_osc_gpuic_acc_slot_state_t;
 
 typedef struct ompi_osc_gpuic_acc_slot {
     gpuic_rma_completion_t          comp;   /* first: the callback recovers the slot */
@@ -211,7 +215,8 @@ static void ompi_osc_gpuic_acc_slot_cb(gpuic_rma_completion_t *comp, gpuic_statu
     if (status != GPUIC_OK && *slot->error == GPUIC_OK) {
         *slot->error = status;
     }
-    slot->state = slot->state == ACC_SLOT_GETTING ? ACC_SLOT_GOT : ACC_SLOT_FREE;
+    slot->state = slot->state == OMPI_OSC_GPUIC_ACC_SLOT_GETTING ? OMPI_OSC_GPUIC_ACC_SLOT_GOT
+                                                                 : OMPI_OSC_GPUIC_ACC_SLOT_FREE;
 }
 
 /*
@@ -241,7 +246,7 @@ static int ompi_osc_gpuic_acc_pipeline(ompi_osc_gpuic_acc_t *acc, uint64_t raddr
     }
     for (i = 0; i < OMPI_OSC_GPUIC_ACC_DEPTH; ++i) {
         slots[i].comp.cb = ompi_osc_gpuic_acc_slot_cb;
-        slots[i].state = ACC_SLOT_FREE;
+        slots[i].state = OMPI_OSC_GPUIC_ACC_SLOT_FREE;
         slots[i].error = &error;
         slots[i].buf = ring + (size_t)i * chunk;
     }
@@ -253,46 +258,48 @@ static int ompi_osc_gpuic_acc_pipeline(ompi_osc_gpuic_acc_t *acc, uint64_t raddr
         for (i = 0; i < OMPI_OSC_GPUIC_ACC_DEPTH; ++i) {
             ompi_osc_gpuic_acc_slot_t *slot = &slots[i];
 
-            if (slot->state == ACC_SLOT_FREE && issued < total && error == GPUIC_OK) {
+            if (slot->state == OMPI_OSC_GPUIC_ACC_SLOT_FREE && issued < total &&
+                error == GPUIC_OK) {
                 slot->off = issued;
                 slot->len = total - issued < chunk ? total - issued : chunk;
                 issued += slot->len;
-                slot->state = ACC_SLOT_GETTING;
+                slot->state = OMPI_OSC_GPUIC_ACC_SLOT_GETTING;
                 status = gpuic_rma_get_nb(peer->ep, slot->buf, slot->len, raddr + slot->off,
                                           acc->region->rkey, &slot->comp);
                 ompi_osc_gpuic_acc_issued(acc);
                 if (status == GPUIC_OK) {
-                    slot->state = ACC_SLOT_GOT;
+                    slot->state = OMPI_OSC_GPUIC_ACC_SLOT_GOT;
                 } else if (status != GPUIC_INPROGRESS) {
-                    slot->state = ACC_SLOT_FREE;
+                    slot->state = OMPI_OSC_GPUIC_ACC_SLOT_FREE;
                     error = status;
                 }
                 moved = true;
             }
-            if (slot->state == ACC_SLOT_GOT) {
+            if (slot->state == OMPI_OSC_GPUIC_ACC_SLOT_GOT) {
                 char *a = ompi_osc_gpuic_acc_anchor + slot->off;
 
-                slot->state = ACC_SLOT_FREE;
+                slot->state = OMPI_OSC_GPUIC_ACC_SLOT_FREE;
                 if (error == GPUIC_OK) {
+                    /* whole elements of a type without gaps: it cannot fail */
                     (void)ompi_osc_gpuic_acc_apply_block(a, slot->buf, slot->len, acc);
                 }
                 if (error == GPUIC_OK && acc->obuf != NULL) {
-                    slot->state = ACC_SLOT_PUTTING;
+                    slot->state = OMPI_OSC_GPUIC_ACC_SLOT_PUTTING;
                     status = gpuic_rma_put_nb(peer->ep, slot->buf, slot->len,
                                               raddr + slot->off, acc->region->rkey,
                                               &slot->comp);
                     ompi_osc_gpuic_acc_issued(acc);
                     if (status == GPUIC_OK) {
-                        slot->state = ACC_SLOT_FREE;
+                        slot->state = OMPI_OSC_GPUIC_ACC_SLOT_FREE;
                     } else if (status != GPUIC_INPROGRESS) {
-                        slot->state = ACC_SLOT_FREE;
+                        slot->state = OMPI_OSC_GPUIC_ACC_SLOT_FREE;
                         error = status;
                     }
                 }
                 done += slot->len;
                 moved = true;
             }
-            busy = busy || slot->state != ACC_SLOT_FREE;
+            busy = busy || slot->state != OMPI_OSC_GPUIC_ACC_SLOT_FREE;
         }
         if (!busy && (done == total || error != GPUIC_OK)) {
             break;
