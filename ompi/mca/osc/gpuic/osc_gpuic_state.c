@@ -110,7 +110,8 @@ static int ompi_osc_gpuic_acc_read(ompi_osc_gpuic_module_t *module, int target, 
                                       GPUIC_ATOMIC_ADD, 0, 0, v_p);
 }
 
-/* One round of a wait on the lock word of @p target: yields, and fails after the timeout. */
+/* One round of a wait on @p target's accumulate words (@p seen: what the waiter last read
+ * there): yields, and fails after the timeout. */
 static int ompi_osc_gpuic_acc_wait(ompi_osc_gpuic_module_t *module, int target,
                                    gpuic_wait_t *wait, uint64_t seen, const char *what)
 {
@@ -119,7 +120,7 @@ static int ompi_osc_gpuic_acc_wait(ompi_osc_gpuic_module_t *module, int target,
 
     if (status != GPUIC_OK) {
         gpuic_log(GPUIC_LOG_ERROR,
-                  "%s on rank %d of window %d: lock word %#" PRIx64 " unchanged after %.1f s "
+                  "%s on rank %d of window %d: still %#" PRIx64 " after %.1f s "
                   "(osc_gpuic_timeout); giving up",
                   what, target, module->id, seen, gpuic_context_timeout(ctx));
         return ompi_osc_gpuic_error(status);
@@ -167,8 +168,10 @@ int ompi_osc_gpuic_acc_lock(ompi_osc_gpuic_module_t *module, int target)
                 ++r;
                 continue;
             }
-            rc = ompi_osc_gpuic_acc_wait(module, target, &wait, (uint64_t)r,
-                                         "accumulate lock drain (rank in the word)");
+            rc = ompi_osc_gpuic_acc_wait(module, target, &wait, __atomic_load_n(flag,
+                                         __ATOMIC_RELAXED), r == ompi_comm_rank(module->comm)
+                                         ? "accumulate lock: own single-element atomics"
+                                         : "accumulate lock: a peer's single-element atomics");
             if (rc != OMPI_SUCCESS) {
                 (void)ompi_osc_gpuic_acc_unlock(module, target);
                 return rc;
