@@ -56,20 +56,42 @@ typedef enum ompi_osc_gpuic_epoch {
 typedef struct ompi_osc_gpuic_state {
     /** Passive-target lock: number of shared holders, plus LOCK_EXCLUSIVE when held exclusively. */
     uint64_t lock;
-    /** Accumulate lock: 0 free, else 1 + rank of the holder. */
+    /** Accumulate lock: high half 0 free, else 1 + rank of the holder of a bulk update; low
+     *  half the number of single-element atomics in flight (osc_gpuic_state.c). */
     uint64_t acc_lock;
     /** [2r]: MPI_Win_post calls rank r addressed to this process;
-     *  [2r+1]: MPI_Win_complete calls rank r addressed to this process. */
+     *  [2r+1]: MPI_Win_complete calls rank r addressed to this process.
+     *  Then, at ompi_osc_gpuic_state_acc_flag_offset(), one cache line per rank r: the number
+     *  of single-element accumulates rank r has in flight here (all_direct windows). */
     uint64_t pscw[];
 } ompi_osc_gpuic_state_t;
 
 /** Value of ompi_osc_gpuic_state_t.lock while an exclusive lock is held. */
 #define OMPI_OSC_GPUIC_LOCK_EXCLUSIVE (1ULL << 32)
 
+/** Bytes between the single-element accumulate announcements of two origins (one cache line
+ *  each, so that announcing never moves another origin's line). */
+#define OMPI_OSC_GPUIC_ACC_FLAG_STRIDE 64
+
+/**
+ * Offset of the word in which origin @p rank announces its single-element accumulates in
+ * flight on all_direct windows (osc_gpuic_state.c), after the post/complete words of a window
+ * of @p nranks processes.
+ */
+static inline size_t ompi_osc_gpuic_state_acc_flag_offset(int nranks, int rank)
+{
+    size_t pscw_end = offsetof(ompi_osc_gpuic_state_t, pscw) +
+                      2 * (size_t)nranks * sizeof(uint64_t);
+    size_t first = (pscw_end + OMPI_OSC_GPUIC_ACC_FLAG_STRIDE - 1) /
+                   OMPI_OSC_GPUIC_ACC_FLAG_STRIDE * OMPI_OSC_GPUIC_ACC_FLAG_STRIDE;
+
+    return first + (size_t)rank * OMPI_OSC_GPUIC_ACC_FLAG_STRIDE;
+}
+
 /** Size of the state block of a window of @p nranks processes. */
 static inline size_t ompi_osc_gpuic_state_size(int nranks)
 {
-    return offsetof(ompi_osc_gpuic_state_t, pscw) + 2 * (size_t)nranks * sizeof(uint64_t);
+    return ompi_osc_gpuic_state_acc_flag_offset(nranks, nranks);
 }
 
 /** Offset of the counter of posts from @p rank. */
@@ -289,6 +311,14 @@ uint64_t ompi_osc_gpuic_state_read_local(ompi_osc_gpuic_module_t *module, size_t
 int ompi_osc_gpuic_acc_lock(ompi_osc_gpuic_module_t *module, int target);
 /** Gives @p target's accumulate lock back. */
 int ompi_osc_gpuic_acc_unlock(ompi_osc_gpuic_module_t *module, int target);
+/**
+ * Announces a single-element atomic on @p target's window: returns once no process holds the
+ * target's accumulate lock, and keeps any from taking it (acc_lock waits) until
+ * ompi_osc_gpuic_acc_leave().  Waits yield while a holder works.
+ */
+int ompi_osc_gpuic_acc_enter(ompi_osc_gpuic_module_t *module, int target);
+/** Ends what ompi_osc_gpuic_acc_enter() began; the atomic's update is visible first. */
+int ompi_osc_gpuic_acc_leave(ompi_osc_gpuic_module_t *module, int target);
 
 /* Status translation (osc_gpuic_status.c) */
 int ompi_osc_gpuic_error(gpuic_status_t status);

@@ -6,7 +6,10 @@
  */
 #include "ompi_config.h"
 
+#include <inttypes.h>
+
 #include "mpi.h"
+#include "opal/sys/atomic.h"
 
 #include "osc_gpuic.h"
 
@@ -74,37 +77,205 @@ uint64_t ompi_osc_gpuic_state_read_local(ompi_osc_gpuic_module_t *module, size_t
     return __atomic_load_n((uint64_t *)((char *)module->state + offset), __ATOMIC_ACQUIRE);
 }
 
+/*
+ * The accumulate lock word (ompi_osc_gpuic_state_t.acc_lock) keeps bulk updates and
+ * single-element atomics of an element apart.  Its high half holds 1 + the rank of the process
+ * holding it for a bulk update (0: none).  A single-element atomic announces itself first:
+ * - through UCX, in the word's low half, a count of atomics in flight: the announcement and the
+ *   check for a holder are then one atomic;
+ * - on all_direct windows, in its origin's own announcement word (its own cache line, so that
+ *   origins do not move each other's lines), then a sequentially consistent read of the lock
+ *   word (Dekker: a holder sets the lock word, then reads every announcement).
+ * It backs out while a holder is seen.  A bulk holder sets its half, then waits until every
+ * announcement drains.  Neither can then touch an element while the other is.
+ */
+#define OMPI_OSC_GPUIC_ACC_HOLDER_SHIFT 32
+#define OMPI_OSC_GPUIC_ACC_COUNT_MASK   0xffffffffULL
+
+static size_t ompi_osc_gpuic_acc_word(void)
+{
+    return offsetof(ompi_osc_gpuic_state_t, acc_lock);
+}
+
+/* Reads the target's accumulate lock word (an atomic add of 0 through UCX). */
+static int ompi_osc_gpuic_acc_read(ompi_osc_gpuic_module_t *module, int target, uint64_t *v_p)
+{
+    if (module->all_direct) {
+        *v_p = __atomic_load_n((uint64_t *)(module->peers[target].state_direct +
+                                            ompi_osc_gpuic_acc_word()),
+                               __ATOMIC_ACQUIRE);
+        return OMPI_SUCCESS;
+    }
+    return ompi_osc_gpuic_state_fetch(module, target, ompi_osc_gpuic_acc_word(),
+                                      GPUIC_ATOMIC_ADD, 0, 0, v_p);
+}
+
+/* One round of a wait on @p target's accumulate words (@p seen: what the waiter last read
+ * there): yields, and fails after the timeout. */
+static int ompi_osc_gpuic_acc_wait(ompi_osc_gpuic_module_t *module, int target,
+                                   gpuic_wait_t *wait, uint64_t seen, const char *what)
+{
+    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    gpuic_status_t status = gpuic_context_wait_round(ctx, wait, gpuic_context_progress(ctx));
+
+    if (status != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR,
+                  "%s on rank %d of window %d: still %#" PRIx64 " after %.1f s "
+                  "(osc_gpuic_timeout); giving up",
+                  what, target, module->id, seen, gpuic_context_timeout(ctx));
+        return ompi_osc_gpuic_error(status);
+    }
+    return OMPI_SUCCESS;
+}
+
 int ompi_osc_gpuic_acc_lock(ompi_osc_gpuic_module_t *module, int target)
 {
-    uint64_t me = (uint64_t)ompi_comm_rank(module->comm) + 1, old = 0;
-    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    uint64_t me = ((uint64_t)ompi_comm_rank(module->comm) + 1) << OMPI_OSC_GPUIC_ACC_HOLDER_SHIFT;
+    uint64_t expected = 0, old = 0;
     gpuic_wait_t wait = GPUIC_WAIT_INIT;
-    gpuic_status_t status;
     int rc;
 
+    /* Take the holder half, keeping whatever count is there. */
     for (;;) {
-        rc = ompi_osc_gpuic_state_fetch(module, target,
-                                        offsetof(ompi_osc_gpuic_state_t, acc_lock),
-                                        GPUIC_ATOMIC_CSWAP, me, 0, &old);
-        if (rc != OMPI_SUCCESS || old == 0) {
+        rc = ompi_osc_gpuic_state_fetch(module, target, ompi_osc_gpuic_acc_word(),
+                                        GPUIC_ATOMIC_CSWAP, expected | me, expected, &old);
+        if (rc != OMPI_SUCCESS || old == expected) {
+            break;
+        }
+        if ((old >> OMPI_OSC_GPUIC_ACC_HOLDER_SHIFT) == 0) {
+            expected = old; /* only the count moved: try again at once */
+            continue;
+        }
+        expected = old & OMPI_OSC_GPUIC_ACC_COUNT_MASK;
+        rc = ompi_osc_gpuic_acc_wait(module, target, &wait, old, "accumulate lock");
+        if (rc != OMPI_SUCCESS) {
             return rc;
         }
-        status = gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx));
-        if (status != GPUIC_OK) {
-            /* old - 1 is the holder's rank */
-            gpuic_log(GPUIC_LOG_ERROR,
-                      "accumulate lock on rank %d of window %d still held by rank %d after "
-                      "%.1f s (osc_gpuic_timeout); giving up",
-                      target, module->id, (int)(old - 1), gpuic_context_timeout(ctx));
-            return ompi_osc_gpuic_error(status);
+    }
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    /* Then wait for the single-element atomics already in flight. */
+    wait = (gpuic_wait_t)GPUIC_WAIT_INIT;
+    if (module->all_direct) {
+        int n = ompi_comm_size(module->comm), r = 0;
+        char *state = module->peers[target].state_direct;
+
+        while (r < n) {
+            uint64_t *flag = (uint64_t *)(state + ompi_osc_gpuic_state_acc_flag_offset(n, r));
+
+            if (__atomic_load_n(flag, __ATOMIC_SEQ_CST) == 0) {
+                ++r;
+                continue;
+            }
+            rc = ompi_osc_gpuic_acc_wait(module, target, &wait, __atomic_load_n(flag,
+                                         __ATOMIC_RELAXED), r == ompi_comm_rank(module->comm)
+                                         ? "accumulate lock: own single-element atomics"
+                                         : "accumulate lock: a peer's single-element atomics");
+            if (rc != OMPI_SUCCESS) {
+                (void)ompi_osc_gpuic_acc_unlock(module, target);
+                return rc;
+            }
+        }
+        return OMPI_SUCCESS;
+    }
+    while ((old & OMPI_OSC_GPUIC_ACC_COUNT_MASK) != 0) {
+        rc = ompi_osc_gpuic_acc_wait(module, target, &wait, old, "accumulate lock drain");
+        if (rc == OMPI_SUCCESS) {
+            rc = ompi_osc_gpuic_acc_read(module, target, &old);
+        }
+        if (rc != OMPI_SUCCESS) {
+            (void)ompi_osc_gpuic_acc_unlock(module, target);
+            return rc;
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+/* This process's announcement word in @p target's state block (all_direct windows). */
+static uint64_t *ompi_osc_gpuic_acc_flag(ompi_osc_gpuic_module_t *module, int target)
+{
+    return (uint64_t *)(module->peers[target].state_direct +
+                        ompi_osc_gpuic_state_acc_flag_offset(ompi_comm_size(module->comm),
+                                                             ompi_comm_rank(module->comm)));
+}
+
+/* The all_direct form of acc_enter: announce, then look for a holder. */
+static int ompi_osc_gpuic_acc_enter_direct(ompi_osc_gpuic_module_t *module, int target)
+{
+    uint64_t *flag = ompi_osc_gpuic_acc_flag(module, target), *lock;
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    uint64_t v;
+    int rc;
+
+    lock = (uint64_t *)(module->peers[target].state_direct + ompi_osc_gpuic_acc_word());
+    for (;;) {
+        /* A count, not a flag: threads of one process share the word. */
+        __atomic_fetch_add(flag, 1, __ATOMIC_SEQ_CST);
+        v = __atomic_load_n(lock, __ATOMIC_SEQ_CST);
+        if ((v >> OMPI_OSC_GPUIC_ACC_HOLDER_SHIFT) == 0) {
+            return OMPI_SUCCESS;
+        }
+        __atomic_fetch_sub(flag, 1, __ATOMIC_SEQ_CST);
+        while ((v >> OMPI_OSC_GPUIC_ACC_HOLDER_SHIFT) != 0) {
+            rc = ompi_osc_gpuic_acc_wait(module, target, &wait, v, "accumulate entry");
+            if (rc != OMPI_SUCCESS) {
+                return rc;
+            }
+            v = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
         }
     }
 }
 
 int ompi_osc_gpuic_acc_unlock(ompi_osc_gpuic_module_t *module, int target)
 {
-    uint64_t me = (uint64_t)ompi_comm_rank(module->comm) + 1, old = 0;
+    uint64_t me = ((uint64_t)ompi_comm_rank(module->comm) + 1) << OMPI_OSC_GPUIC_ACC_HOLDER_SHIFT;
+    uint64_t old = 0;
 
-    return ompi_osc_gpuic_state_fetch(module, target, offsetof(ompi_osc_gpuic_state_t, acc_lock),
-                                      GPUIC_ATOMIC_CSWAP, 0, me, &old);
+    /* The caller's updates are visible before the lock reads free. */
+    opal_atomic_mb();
+    return ompi_osc_gpuic_state_fetch(module, target, ompi_osc_gpuic_acc_word(),
+                                      GPUIC_ATOMIC_ADD, (uint64_t)0 - me, 0, &old);
+}
+
+int ompi_osc_gpuic_acc_enter(ompi_osc_gpuic_module_t *module, int target)
+{
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    uint64_t old = 0;
+    int rc;
+
+    if (module->all_direct) {
+        return ompi_osc_gpuic_acc_enter_direct(module, target);
+    }
+    for (;;) {
+        rc = ompi_osc_gpuic_state_fetch(module, target, ompi_osc_gpuic_acc_word(),
+                                        GPUIC_ATOMIC_ADD, 1, 0, &old);
+        if (rc != OMPI_SUCCESS || (old >> OMPI_OSC_GPUIC_ACC_HOLDER_SHIFT) == 0) {
+            return rc;
+        }
+        /* A bulk update holds the lock: back out, wait until it is gone, try again. */
+        rc = ompi_osc_gpuic_state_fetch(module, target, ompi_osc_gpuic_acc_word(),
+                                        GPUIC_ATOMIC_ADD, (uint64_t)0 - 1, 0, &old);
+        while (rc == OMPI_SUCCESS && (old >> OMPI_OSC_GPUIC_ACC_HOLDER_SHIFT) != 0) {
+            rc = ompi_osc_gpuic_acc_wait(module, target, &wait, old, "accumulate entry");
+            if (rc == OMPI_SUCCESS) {
+                rc = ompi_osc_gpuic_acc_read(module, target, &old);
+            }
+        }
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+    }
+}
+
+int ompi_osc_gpuic_acc_leave(ompi_osc_gpuic_module_t *module, int target)
+{
+    uint64_t old = 0;
+
+    if (module->all_direct) {
+        __atomic_fetch_sub(ompi_osc_gpuic_acc_flag(module, target), 1, __ATOMIC_RELEASE);
+        return OMPI_SUCCESS;
+    }
+    return ompi_osc_gpuic_state_fetch(module, target, ompi_osc_gpuic_acc_word(),
+                                      GPUIC_ATOMIC_ADD, (uint64_t)0 - 1, 0, &old);
 }

@@ -1,0 +1,158 @@
+/*
+ * acc_bench: host accumulate costs, plain MPI, run under any osc component.
+ *
+ *   mpirun -np 2 --mca osc NAME acc_bench sizes [reps]
+ *       MPI_Accumulate and MPI_Get_accumulate (MPI_SUM, MPI_DOUBLE) from rank 0 to rank 1 of
+ *       8 B, 64 KiB, 1 MiB and 4 MiB, MPI_Win_flush after each, in one MPI_Win_lock_all epoch,
+ *       on MPI_Win_allocate and MPI_Win_create windows: microseconds per call, the best and
+ *       the median of @p reps repetitions (default 5; the best is the figure for a busy host).
+ *   mpirun -np 8 --mca osc NAME acc_bench atomics [seconds]
+ *       every rank issues MPI_Fetch_and_op (MPI_SUM, int64) + MPI_Win_flush on one counter at
+ *       rank 0 for about @p seconds (default 1): operations per second, all ranks together
+ *       (total operations over the longest rank's time); the counter is checked exactly.
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, nranks;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static MPI_Win open_window(int create, size_t bytes, void **base)
+{
+    MPI_Win win;
+
+    if (create) {
+        *base = calloc(1, bytes);
+        MPI_Win_create(*base, (MPI_Aint)bytes, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    } else {
+        MPI_Win_allocate((MPI_Aint)bytes, 8, MPI_INFO_NULL, MPI_COMM_WORLD, base, &win);
+        memset(*base, 0, bytes);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    return win;
+}
+
+static void close_window(int create, MPI_Win *win, void *base)
+{
+    MPI_Win_free(win);
+    if (create) {
+        free(base);
+    }
+}
+
+static void bench_sizes(int reps)
+{
+    static const size_t sizes[] = {8, 64 * 1024, 1 << 20, 4 << 20};
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    int create, s, gacc, r, i;
+
+    if (rank == 0) {
+        printf("%-8s %-5s %8s %12s %12s\n", "window", "op", "bytes", "best_us", "median_us");
+    }
+    for (create = 0; create < 2; ++create) {
+        for (s = 0; s < 4; ++s) {
+            size_t bytes = sizes[s];
+            int count = (int)(bytes / sizeof(double)), iters = bytes >= (1 << 20) ? 10 : 200;
+            double *origin = malloc(bytes), *result = malloc(bytes);
+            void *base;
+            MPI_Win win = open_window(create, bytes, &base);
+
+            for (i = 0; i < count; ++i) {
+                origin[i] = 1.0;
+            }
+            for (gacc = 0; gacc < 2; ++gacc) {
+                for (r = 0; r < reps; ++r) {
+                    double t0;
+
+                    MPI_Barrier(MPI_COMM_WORLD);
+                    MPI_Win_lock_all(0, win);
+                    t0 = MPI_Wtime();
+                    for (i = 0; rank == 0 && i < iters; ++i) {
+                        if (gacc) {
+                            MPI_Get_accumulate(origin, count, MPI_DOUBLE, result, count,
+                                               MPI_DOUBLE, 1, 0, count, MPI_DOUBLE, MPI_SUM,
+                                               win);
+                        } else {
+                            MPI_Accumulate(origin, count, MPI_DOUBLE, 1, 0, count, MPI_DOUBLE,
+                                           MPI_SUM, win);
+                        }
+                        MPI_Win_flush(1, win);
+                    }
+                    t[r] = (MPI_Wtime() - t0) / iters * 1e6;
+                    MPI_Win_unlock_all(win);
+                }
+                qsort(t, (size_t)reps, sizeof(double), cmp_double);
+                if (rank == 0) {
+                    printf("%-8s %-5s %8zu %12.1f %12.1f\n", create ? "create" : "allocate",
+                           gacc ? "gacc" : "acc", bytes, t[0], t[reps / 2]);
+                    fflush(stdout);
+                }
+            }
+            close_window(create, &win, base);
+            free(origin);
+            free(result);
+        }
+    }
+    free(t);
+}
+
+static void bench_atomics(double seconds)
+{
+    int create;
+
+    for (create = 0; create < 2; ++create) {
+        int64_t one = 1, old, *base;
+        long ops = 0, total = 0;
+        double t0, elapsed, longest = 0;
+        MPI_Win win = open_window(create, 64, (void **)&base);
+
+        MPI_Win_lock_all(0, win);
+        t0 = MPI_Wtime();
+        do {
+            for (int i = 0; i < 100; ++i) {
+                MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, 0, MPI_SUM, win);
+                MPI_Win_flush(0, win);
+            }
+            ops += 100;
+            elapsed = MPI_Wtime() - t0;
+        } while (elapsed < seconds);
+        MPI_Win_unlock_all(win);
+        MPI_Reduce(&ops, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&elapsed, &longest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            printf("%-8s fetch_and_op %d ranks: %.0f ops/s (%ld ops in %.2f s), counter %s\n",
+                   create ? "create" : "allocate", nranks, (double)total / longest, total,
+                   longest, base[0] == total ? "exact" : "WRONG");
+            fflush(stdout);
+        }
+        close_window(create, &win, base);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "sizes";
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (strcmp(mode, "atomics") == 0) {
+        bench_atomics(argc > 2 ? atof(argv[2]) : 1.0);
+    } else if (nranks >= 2) {
+        bench_sizes(argc > 2 ? atoi(argv[2]) : 5);
+    } else if (rank == 0) {
+        fprintf(stderr, "acc_bench sizes needs 2 ranks\n");
+    }
+    MPI_Finalize();
+    return 0;
+}
