@@ -30,6 +30,8 @@
 
 /* Largest packed key a table entry or the header holds. */
 #define OMPI_OSC_GPUIC_RKEY_MAX 512
+/* Progress rounds in a row that find nothing before MPI_Win_detach returns. */
+#define OMPI_OSC_GPUIC_DETACH_IDLE_ROUNDS 4
 /* Slots of a window's first entry array. */
 #define OMPI_OSC_GPUIC_TABLE_SLOTS0 64
 
@@ -306,7 +308,7 @@ int ompi_osc_gpuic_win_detach(struct ompi_win_t *win, const void *base)
     ompi_osc_gpuic_table_t *table = module->base;
     gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
     ompi_osc_gpuic_attached_t a;
-    int i;
+    int i, idle;
 
     if (module->flavor != MPI_WIN_FLAVOR_DYNAMIC) {
         return MPI_ERR_RMA_FLAVOR;
@@ -336,8 +338,10 @@ int ompi_osc_gpuic_win_detach(struct ompi_win_t *win, const void *base)
         ompi_osc_gpuic_table_seq_bump(module);
         module->dyn_free_slots[module->ndyn_free_slots++] = a.slot;
         /* Accesses to the region that reached this process before the table changed are
-         * applied now, not at some later progress call (see README: what detach promises). */
-        while (gpuic_context_progress(ctx) != 0) {
+         * applied now, not at some later progress call (see README: what detach promises):
+         * progress until several rounds in a row find nothing. */
+        for (idle = 0; idle < OMPI_OSC_GPUIC_DETACH_IDLE_ROUNDS; ) {
+            idle = gpuic_context_progress(ctx) != 0 ? 0 : idle + 1;
         }
         gpuic_mr_deregister(a.mr);
     }
