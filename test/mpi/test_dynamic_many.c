@@ -10,7 +10,8 @@
  *     region into the next (2 and 4 regions), contiguous and with a vector datatype;
  *  3. churn: in rounds, every rank detaches a set of its regions that all ranks can compute;
  *     accesses to them must fail with MPI_ERR_RMA_RANGE, accesses to the others succeed with
- *     the right data; then the regions are attached again.
+ *     the right data; then the regions are attached again;
+ *  4. every region detached, one attached again and used, then detached.
  * Usage: test_dynamic_many [NREG]  (default 4096)
  */
 #include <stdint.h>
@@ -243,11 +244,32 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
     }
 
+    /* 4. almost empty again: detach everything, attach one region back, use it, detach it
+     * (the table keeps its size; freed slots are reused) */
     for (i = 0; i < nreg; ++i) {
-        MPI_Win_detach(win, sparse + (size_t)i * 2 * RSZ);
+        CHECK_CLASS(MPI_Win_detach(win, sparse + (size_t)i * 2 * RSZ), MPI_SUCCESS);
     }
+    CHECK_CLASS(MPI_Win_attach(win, sparse + (size_t)(nreg - 1) * 2 * RSZ, RSZ), MPI_SUCCESS);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, win);
+    for (t = 0; t < n; ++t) {
+        uint64_t v = 0xABCD0000ull + (uint64_t)rank, back = 0;
+        MPI_Aint disp = bases[2 * t] + (MPI_Aint)(nreg - 1) * 2 * RSZ + lane * 8;
+
+        CHECK_CLASS(MPI_Put(&v, 1, MPI_UINT64_T, t, disp, 1, MPI_UINT64_T, win), MPI_SUCCESS);
+        MPI_Win_flush(t, win);
+        CHECK_CLASS(MPI_Get(&back, 1, MPI_UINT64_T, t, disp, 1, MPI_UINT64_T, win),
+                    MPI_SUCCESS);
+        MPI_Win_flush(t, win);
+        CHECK(n > LANES || back == v);
+        CHECK_CLASS(MPI_Put(&v, 1, MPI_UINT64_T, t, bases[2 * t] + lane * 8, 1, MPI_UINT64_T,
+                            win), MPI_ERR_RMA_RANGE);
+    }
+    MPI_Win_unlock_all(win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK_CLASS(MPI_Win_detach(win, sparse + (size_t)(nreg - 1) * 2 * RSZ), MPI_SUCCESS);
     for (i = 0; i < n * ADJ; ++i) {
-        MPI_Win_detach(win, adj + (size_t)i * RSZ);
+        CHECK_CLASS(MPI_Win_detach(win, adj + (size_t)i * RSZ), MPI_SUCCESS);
     }
     MPI_Win_free(&win);
     free(got_expect);

@@ -98,6 +98,7 @@ static int ompi_osc_gpuic_table_grow(ompi_osc_gpuic_module_t *module)
                                          : OMPI_OSC_GPUIC_TABLE_SLOTS0;
     gpuic_mr_t *mr, **old;
     gpuic_status_t status;
+    uint32_t *slots;
     void *blob;
     size_t len;
 
@@ -107,6 +108,12 @@ static int ompi_osc_gpuic_table_grow(ompi_osc_gpuic_module_t *module)
     if (module->dyn_array_cap >= UINT32_MAX / 2) {
         return MPI_ERR_RMA_ATTACH;
     }
+    /* room for every slot of the array to be free at once */
+    slots = realloc(module->dyn_free_slots, sizeof(*slots) * cap);
+    if (slots == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    module->dyn_free_slots = slots;
     old = realloc(module->dyn_array_old, sizeof(*old) * (module->ndyn_array_old + 1));
     if (old == NULL) {
         return MPI_ERR_NO_MEM;
@@ -273,14 +280,6 @@ int ompi_osc_gpuic_win_attach(struct ompi_win_t *win, void *base, size_t size)
         module->max_attached = cap;
     }
     if (size > 0) {
-        uint32_t *slots = realloc(module->dyn_free_slots,
-                                  sizeof(*slots) * (size_t)(module->nattached + 1));
-
-        if (slots == NULL) {
-            opal_mutex_unlock(&module->lock);
-            return MPI_ERR_NO_MEM;
-        }
-        module->dyn_free_slots = slots; /* room for every slot to be freed at once */
         status = gpuic_mr_register(mca_osc_gpuic_component.ctx, base, size, &a.mr);
         if (status != GPUIC_OK) {
             opal_mutex_unlock(&module->lock);
