@@ -5,9 +5,9 @@
  * an 8-byte MPI_Put + MPI_Win_flush into a random one of them (and into the same one every
  * time), and 8-byte puts to random regions with a flush every 250 (the per-call cost, lookup
  * included), inside one MPI_Win_lock_all epoch, for each N given; then a put + flush just
- * after rank 1 detached and attached a region again (the origin rereads the table).  Plain MPI: runs under any osc
- * component.  Prints one line per N: the median and the range of the per-operation time over
- * the repetitions.
+ * after rank 1 detached and attached a region again (the origin rereads the table).  Plain
+ * MPI: runs under any osc component.  Prints the median and the range of the per-operation
+ * time over the repetitions.
  *
  *   mpirun -np 2 [--mca osc NAME] dyn_lookup_bench [N ...]    (default 1 64 4096)
  */
