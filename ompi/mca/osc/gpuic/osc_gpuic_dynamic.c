@@ -336,6 +336,9 @@ int ompi_osc_gpuic_win_detach(struct ompi_win_t *win, const void *base)
         table->count--;
         ompi_osc_gpuic_table_seq_bump(module);
         module->dyn_free_slots[module->ndyn_free_slots++] = a.slot;
+    }
+    opal_mutex_unlock(&module->lock);
+    if (a.mr != NULL) {
         /* Accesses to the region that reached this process before the table changed are
          * applied now, not at some later progress call (see README: what detach promises):
          * progress until several rounds in a row find nothing. */
@@ -344,7 +347,6 @@ int ompi_osc_gpuic_win_detach(struct ompi_win_t *win, const void *base)
         }
         gpuic_mr_deregister(a.mr);
     }
-    opal_mutex_unlock(&module->lock);
     return OMPI_SUCCESS;
 }
 
