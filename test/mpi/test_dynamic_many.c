@@ -12,8 +12,11 @@
  *     accesses to them must fail with MPI_ERR_RMA_RANGE, accesses to the others succeed with
  *     the right data; then the regions are attached again;
  *  4. every region detached, one attached again and used, then detached.
- * Usage: test_dynamic_many [NREG]  (default 4096)
+ * Usage: test_dynamic_many [NREG]  (default 4096); DYN_MANY_THREADS=K (MPI_THREAD_MULTIPLE):
+ * K threads of every rank make the churn phase's accesses at once, so that one thread's table
+ * refresh meets another thread's access.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -24,6 +27,7 @@
 #define ADJ      4      /* adjacent blocks per origin in the adjacent buffer */
 #define ITERS    1500
 #define ROUNDS   12
+#define MAX_THREADS 8
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -46,16 +50,68 @@ static int churn_gone(int target, int round, int i)
     return s % 8 == 0;
 }
 
+/* What one thread of the churn phase needs. */
+typedef struct churn_arg {
+    MPI_Win        win;
+    const MPI_Aint *bases;
+    int            rank, n, nreg, round, tid, nthreads;
+    uint64_t       seed;
+} churn_arg_t;
+
+/* Random accesses to the regions i with i % nthreads == tid (threads never share a lane):
+ * detached ones must be refused, attached ones must hold what was put. */
+static void *churn_accesses(void *p)
+{
+    churn_arg_t *a = p;
+    int iter, lane = a->rank % LANES;
+
+    for (iter = 0; iter < 100; ++iter) {
+        uint64_t v = ((uint64_t)a->rank << 48) | ((uint64_t)a->round << 24) |
+                     ((uint64_t)a->tid << 16) | (uint64_t)iter, back = 0;
+        int t = (int)(rng_next(&a->seed) % (uint64_t)a->n), gone, i;
+        int mine = (a->nreg - a->tid + a->nthreads - 1) / a->nthreads;
+        MPI_Aint disp;
+
+        if (mine <= 0) {
+            break;
+        }
+        i = (int)(rng_next(&a->seed) % (uint64_t)mine) * a->nthreads + a->tid;
+        gone = churn_gone(t, a->round, i);
+        disp = a->bases[2 * t] + (MPI_Aint)i * 2 * RSZ + lane * 8;
+        CHECK_CLASS(MPI_Put(&v, 1, MPI_UINT64_T, t, disp, 1, MPI_UINT64_T, a->win),
+                    gone ? MPI_ERR_RMA_RANGE : MPI_SUCCESS);
+        MPI_Win_flush(t, a->win);
+        CHECK_CLASS(MPI_Get(&back, 1, MPI_UINT64_T, t, disp, 1, MPI_UINT64_T, a->win),
+                    gone ? MPI_ERR_RMA_RANGE : MPI_SUCCESS);
+        MPI_Win_flush(t, a->win);
+        if (!gone && a->n <= LANES) {
+            CHECK(back == v);
+        }
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
-    int rank, n, nreg, i, t, r, iter, lane;
+    int rank, n, nreg, i, t, r, iter, lane, nthreads, provided;
+    const char *env;
     char *sparse, *adj;
     MPI_Aint mine[2], *bases;
     uint64_t seed, *expect, *got_expect;
     int *order;
     MPI_Win win;
 
-    MPI_Init(&argc, &argv);
+    env = getenv("DYN_MANY_THREADS");
+    nthreads = env != NULL ? atoi(env) : 1;
+    nthreads = nthreads < 1 ? 1 : nthreads > MAX_THREADS ? MAX_THREADS : nthreads;
+    if (nthreads > 1) {
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        if (provided < MPI_THREAD_MULTIPLE) {
+            nthreads = 1;
+        }
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     nreg = argc > 1 ? atoi(argv[1]) : 4096;
@@ -215,24 +271,23 @@ int main(int argc, char **argv)
         }
         MPI_Barrier(MPI_COMM_WORLD);
         MPI_Win_lock_all(0, win);
-        for (iter = 0; iter < 100; ++iter) {
-            uint64_t v = ((uint64_t)rank << 48) | ((uint64_t)r << 24) | (uint64_t)iter, back = 0;
-            MPI_Aint disp;
-            int gone;
+        {
+            churn_arg_t args[MAX_THREADS];
+            pthread_t th[MAX_THREADS];
+            int k;
 
-            t = (int)(rng_next(&seed) % (uint64_t)n);
-            i = (int)(rng_next(&seed) % (uint64_t)nreg);
-            gone = churn_gone(t, r, i);
-            disp = bases[2 * t] + (MPI_Aint)i * 2 * RSZ + lane * 8;
-            CHECK_CLASS(MPI_Put(&v, 1, MPI_UINT64_T, t, disp, 1, MPI_UINT64_T, win),
-                        gone ? MPI_ERR_RMA_RANGE : MPI_SUCCESS);
-            MPI_Win_flush(t, win);
-            CHECK_CLASS(MPI_Get(&back, 1, MPI_UINT64_T, t, disp, 1, MPI_UINT64_T, win),
-                        gone ? MPI_ERR_RMA_RANGE : MPI_SUCCESS);
-            MPI_Win_flush(t, win);
-            if (!gone && n <= LANES) {
-                CHECK(back == v);
+            for (k = 0; k < nthreads; ++k) {
+                args[k] = (churn_arg_t){win, bases, rank, n, nreg, r, k, nthreads,
+                                        seed + (uint64_t)k * 104729};
+                if (k > 0) {
+                    pthread_create(&th[k], NULL, churn_accesses, &args[k]);
+                }
             }
+            churn_accesses(&args[0]);
+            for (k = 1; k < nthreads; ++k) {
+                pthread_join(th[k], NULL);
+            }
+            seed = args[0].seed;
         }
         MPI_Win_unlock_all(win);
         MPI_Barrier(MPI_COMM_WORLD);
