@@ -108,6 +108,7 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
         /* a put + flush right after the target changed its table: the origin rereads it */
+        MPI_Barrier(MPI_COMM_WORLD); /* the timings above are done */
         for (i = 0; i < REPS * 3; ++i) {
             if (rank == 1) {
                 MPI_Win_detach(win, mem);

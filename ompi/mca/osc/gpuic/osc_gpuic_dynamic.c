@@ -669,12 +669,13 @@ int ompi_osc_gpuic_dynamic_resolve(ompi_osc_gpuic_module_t *module, int target, 
         rc = ompi_osc_gpuic_regions_refresh(module, target);
     }
     *region_p = rc == OMPI_SUCCESS ? ompi_osc_gpuic_regions_find(peer, lo, hi) : NULL;
-    opal_mutex_unlock(&module->dyn_lock);
     if (rc == OMPI_SUCCESS && *region_p == NULL) {
         gpuic_log(GPUIC_LOG_DEBUG, "rank %d: [%#" PRIx64 ", %#" PRIx64 ") is not attached at "
-                  "rank %d", ompi_osc_gpuic_rank(module), lo, hi, target);
+                  "rank %d (%d regions in its table at sequence %" PRIu64 ")",
+                  ompi_osc_gpuic_rank(module), lo, hi, target, peer->ndyn, peer->dyn_seq);
         rc = MPI_ERR_RMA_RANGE;
     }
+    opal_mutex_unlock(&module->dyn_lock);
     return rc;
 }
 
