@@ -35,13 +35,15 @@
 /* Slots of a window's first entry array. */
 #define OMPI_OSC_GPUIC_TABLE_SLOTS0 64
 
+/* An entry of the array: the fixed part, then the packed key.  Entries are
+ * table.entry_size bytes apart, room for the longest key published so far. */
 typedef struct ompi_osc_gpuic_table_entry {
     uint64_t base;
     uint64_t size;     /* 0: free slot */
     uint64_t id;       /* the attachment's number */
     uint32_t rkey_len;
     uint32_t reserved;
-    uint8_t  rkey[OMPI_OSC_GPUIC_RKEY_MAX];
+    uint8_t  rkey[];
 } ompi_osc_gpuic_table_entry_t;
 
 typedef struct ompi_osc_gpuic_table {
@@ -51,7 +53,7 @@ typedef struct ompi_osc_gpuic_table {
     uint64_t array_addr; /* the entry array */
     uint64_t array_gen;  /* changes with every new array (never 0 once there is one) */
     uint32_t array_key_len;
-    uint32_t reserved;
+    uint32_t entry_size; /* bytes from one entry of the array to the next */
     uint8_t  array_key[OMPI_OSC_GPUIC_RKEY_MAX];
 } ompi_osc_gpuic_table_t;
 
@@ -75,9 +77,11 @@ int ompi_osc_gpuic_dynamic_setup(ompi_osc_gpuic_module_t *module, gpuic_context_
     return OMPI_SUCCESS;
 }
 
-static ompi_osc_gpuic_table_entry_t *ompi_osc_gpuic_table_entries(ompi_osc_gpuic_module_t *m)
+/* Entry @p k of an array whose entries are @p entry_size bytes apart. */
+static ompi_osc_gpuic_table_entry_t *ompi_osc_gpuic_table_entry(void *array, uint64_t k,
+                                                               size_t entry_size)
 {
-    return gpuic_mr_address(m->dyn_array_mr);
+    return (ompi_osc_gpuic_table_entry_t *)((char *)array + k * entry_size);
 }
 
 /* Opens (odd) and closes (even) a rewrite of the published table. */
@@ -89,23 +93,28 @@ static void ompi_osc_gpuic_table_seq_bump(ompi_osc_gpuic_module_t *module)
     opal_atomic_wmb();
 }
 
-/* Makes room for one more slot in the entry array, moving to a new array of twice the size
- * when it is full.  Caller holds module->lock, the table open for rewrite. */
-static int ompi_osc_gpuic_table_grow(ompi_osc_gpuic_module_t *module)
+/* Makes room for one more entry whose key is @p key_len bytes: a new array of twice the
+ * slots when every slot is taken, or of wider entries when the key does not fit.  Caller
+ * holds module->lock, the table open for rewrite. */
+static int ompi_osc_gpuic_table_grow(ompi_osc_gpuic_module_t *module, size_t key_len)
 {
     ompi_osc_gpuic_table_t *table = module->base;
-    uint32_t cap = module->dyn_array_cap ? module->dyn_array_cap * 2
-                                         : OMPI_OSC_GPUIC_TABLE_SLOTS0;
+    bool full = module->ndyn_free_slots == 0 && module->dyn_slots_used == module->dyn_array_cap;
+    uint32_t cap = full ? (module->dyn_array_cap ? module->dyn_array_cap * 2
+                                                 : OMPI_OSC_GPUIC_TABLE_SLOTS0)
+                        : module->dyn_array_cap;
+    size_t need = (offsetof(ompi_osc_gpuic_table_entry_t, rkey) + key_len + 7) / 8 * 8;
+    size_t stride = table->entry_size > need ? table->entry_size : need;
     gpuic_mr_t *mr, **old;
     gpuic_status_t status;
-    uint32_t *slots;
+    uint32_t *slots, k;
     void *blob;
     size_t len;
 
-    if (module->dyn_slots_used < module->dyn_array_cap) {
+    if (!full && stride == table->entry_size) {
         return OMPI_SUCCESS;
     }
-    if (module->dyn_array_cap >= UINT32_MAX / 2) {
+    if (cap >= UINT32_MAX / 2) {
         return MPI_ERR_RMA_ATTACH;
     }
     /* room for every slot of the array to be free at once */
@@ -119,8 +128,7 @@ static int ompi_osc_gpuic_table_grow(ompi_osc_gpuic_module_t *module)
         return MPI_ERR_NO_MEM;
     }
     module->dyn_array_old = old;
-    status = gpuic_mr_allocate(mca_osc_gpuic_component.ctx,
-                               (size_t)cap * sizeof(ompi_osc_gpuic_table_entry_t), &mr);
+    status = gpuic_mr_allocate(mca_osc_gpuic_component.ctx, (size_t)cap * stride, &mr);
     if (status != GPUIC_OK) {
         return status == GPUIC_ERR_NO_MEMORY ? MPI_ERR_NO_MEM : MPI_ERR_RMA_ATTACH;
     }
@@ -134,14 +142,19 @@ static int ompi_osc_gpuic_table_grow(ompi_osc_gpuic_module_t *module)
         gpuic_mr_deregister(mr);
         return MPI_ERR_RMA_ATTACH;
     }
-    memset(gpuic_mr_address(mr), 0, (size_t)cap * sizeof(ompi_osc_gpuic_table_entry_t));
+    memset(gpuic_mr_address(mr), 0, (size_t)cap * stride);
     if (module->dyn_array_mr != NULL) {
-        memcpy(gpuic_mr_address(mr), gpuic_mr_address(module->dyn_array_mr),
-               (size_t)module->dyn_slots_used * sizeof(ompi_osc_gpuic_table_entry_t));
+        for (k = 0; k < module->dyn_slots_used; ++k) {
+            memcpy(ompi_osc_gpuic_table_entry(gpuic_mr_address(mr), k, stride),
+                   ompi_osc_gpuic_table_entry(gpuic_mr_address(module->dyn_array_mr), k,
+                                              table->entry_size),
+                   table->entry_size);
+        }
         module->dyn_array_old[module->ndyn_array_old++] = module->dyn_array_mr;
     }
     module->dyn_array_mr = mr;
     module->dyn_array_cap = cap;
+    table->entry_size = (uint32_t)stride;
     table->array_addr = (uint64_t)(uintptr_t)gpuic_mr_address(mr);
     table->array_gen++;
     table->array_key_len = (uint32_t)len;
@@ -217,13 +230,12 @@ static int ompi_osc_gpuic_table_insert(ompi_osc_gpuic_module_t *module,
         return MPI_ERR_RMA_ATTACH;
     }
     ompi_osc_gpuic_table_seq_bump(module); /* odd: being rewritten */
-    if (module->ndyn_free_slots == 0) {
-        rc = ompi_osc_gpuic_table_grow(module);
-    }
+    rc = ompi_osc_gpuic_table_grow(module, len);
     if (rc == OMPI_SUCCESS) {
         a->slot = module->ndyn_free_slots > 0 ? module->dyn_free_slots[--module->ndyn_free_slots]
                                               : module->dyn_slots_used++;
-        e = &ompi_osc_gpuic_table_entries(module)[a->slot];
+        e = ompi_osc_gpuic_table_entry(gpuic_mr_address(module->dyn_array_mr), a->slot,
+                                       table->entry_size);
         e->base = (uint64_t)(uintptr_t)a->base;
         e->id = a->id;
         e->rkey_len = (uint32_t)len;
@@ -331,8 +343,9 @@ int ompi_osc_gpuic_win_detach(struct ompi_win_t *win, const void *base)
     if (a.mr != NULL) {
         /* Unpublish before returning, so that no peer starts an access after the detach. */
         ompi_osc_gpuic_table_seq_bump(module);
-        memset(&ompi_osc_gpuic_table_entries(module)[a.slot], 0,
-               offsetof(ompi_osc_gpuic_table_entry_t, rkey));
+        memset(ompi_osc_gpuic_table_entry(gpuic_mr_address(module->dyn_array_mr), a.slot,
+                                          table->entry_size),
+               0, offsetof(ompi_osc_gpuic_table_entry_t, rkey));
         table->count--;
         ompi_osc_gpuic_table_seq_bump(module);
         module->dyn_free_slots[module->ndyn_free_slots++] = a.slot;
@@ -426,15 +439,15 @@ static int ompi_osc_gpuic_table_array_open(ompi_osc_gpuic_peer_t *peer,
 }
 
 /* Copies a consistent snapshot of the target's table: its header into @p hdr and its used
- * slots into *entries_p (malloc'd, hdr->slots of them); returns the sequence read at. */
+ * slots into *entries_p (malloc'd, hdr->slots entries of hdr->entry_size bytes); hdr->seq is
+ * the sequence it was read at. */
 static int ompi_osc_gpuic_table_read(ompi_osc_gpuic_module_t *module, int target,
-                                     ompi_osc_gpuic_table_t *hdr,
-                                     ompi_osc_gpuic_table_entry_t **entries_p)
+                                     ompi_osc_gpuic_table_t *hdr, void **entries_p)
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
     gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
     gpuic_wait_t wait = GPUIC_WAIT_INIT;
-    ompi_osc_gpuic_table_entry_t *entries = NULL;
+    void *entries = NULL;
     uint64_t before, after;
     gpuic_status_t status;
     size_t len;
@@ -451,7 +464,7 @@ static int ompi_osc_gpuic_table_read(ompi_osc_gpuic_module_t *module, int target
             if (rc == OMPI_SUCCESS && after == before) {
                 /* the header is consistent: its array key may be unpacked */
                 rc = ompi_osc_gpuic_table_array_open(peer, hdr);
-                len = (size_t)hdr->slots * sizeof(*entries);
+                len = (size_t)hdr->slots * hdr->entry_size;
                 if (rc == OMPI_SUCCESS && hdr->slots > 0) {
                     free(entries);
                     entries = malloc(len);
@@ -531,7 +544,7 @@ static int ompi_osc_gpuic_rkey_bury(ompi_osc_gpuic_module_t *module, gpuic_rkey_
 static int ompi_osc_gpuic_regions_refresh(ompi_osc_gpuic_module_t *module, int target)
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
-    ompi_osc_gpuic_table_entry_t *entries = NULL;
+    void *entries = NULL;
     ompi_osc_gpuic_region_t *old = peer->dyn, *dyn, **list;
     bool self = target == ompi_comm_rank(module->comm);
     ompi_osc_gpuic_table_t hdr;
@@ -554,11 +567,14 @@ static int ompi_osc_gpuic_regions_refresh(ompi_osc_gpuic_module_t *module, int t
         return MPI_ERR_NO_MEM;
     }
     for (k = 0; k < hdr.slots && n < (int)hdr.count; ++k) {
-        if (entries[k].size > 0) {
-            dyn[n].base = entries[k].base;
-            dyn[n].size = entries[k].size;
-            dyn[n].id = entries[k].id;
-            dyn[n].rkey = (gpuic_rkey_t *)&entries[k]; /* the packed key, until unpacked */
+        ompi_osc_gpuic_table_entry_t *e = ompi_osc_gpuic_table_entry(entries, k,
+                                                                     hdr.entry_size);
+
+        if (e->size > 0) {
+            dyn[n].base = e->base;
+            dyn[n].size = e->size;
+            dyn[n].id = e->id;
+            dyn[n].rkey = (gpuic_rkey_t *)e; /* the packed key, until unpacked */
             n++;
         }
     }
