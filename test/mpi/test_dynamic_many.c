@@ -6,8 +6,9 @@
  *  1. random accesses: every rank puts to a random region of a random target (itself
  *     included), in the 8-byte lane that belongs to it, gets it back and checks it; at the end
  *     each target checks every lane of every region against what its origins last wrote;
- *  2. spans: put, get, accumulate and get_accumulate of blocks that cross from one attached
- *     region into the next (2 and 4 regions), contiguous and with a vector datatype;
+ *  2. spans: put, get, accumulate, get_accumulate, fetch_and_op and compare_and_swap of data
+ *     that crosses from one attached region into the next (2 and 4 regions), contiguous and
+ *     with a vector datatype;
  *  3. churn: in rounds, every rank detaches a set of its regions that all ranks can compute;
  *     accesses to them must fail with MPI_ERR_RMA_RANGE, accesses to the others succeed with
  *     the right data; then the regions are attached again;
@@ -252,6 +253,30 @@ int main(int argc, char **argv)
         MPI_Win_flush(t, win);
         for (k = 0; k < 4; ++k) {
             CHECK(back[k] == out[k] + 2 * add[k]);
+        }
+        /* fetch_and_op and compare_and_swap on an int64 across the boundary of blocks 2 and 3
+         * (under the target's accumulate lock: it is not aligned) */
+        {
+            int64_t one = 1, prev = 0, cmp, swap = -5, init = 1000 + rank;
+            MPI_Aint at = mybase + 3 * RSZ - 4;
+
+            CHECK_CLASS(MPI_Put(&init, 1, MPI_INT64_T, t, at, 1, MPI_INT64_T, win),
+                        MPI_SUCCESS);
+            MPI_Win_flush(t, win);
+            CHECK_CLASS(MPI_Fetch_and_op(&one, &prev, MPI_INT64_T, t, at, MPI_SUM, win),
+                        MPI_SUCCESS);
+            MPI_Win_flush(t, win);
+            CHECK(prev == init);
+            cmp = init + 1;
+            CHECK_CLASS(MPI_Compare_and_swap(&swap, &cmp, &prev, MPI_INT64_T, t, at, win),
+                        MPI_SUCCESS);
+            MPI_Win_flush(t, win);
+            CHECK(prev == init + 1);
+            prev = 0;
+            CHECK_CLASS(MPI_Get(&prev, 1, MPI_INT64_T, t, at, 1, MPI_INT64_T, win),
+                        MPI_SUCCESS);
+            MPI_Win_flush(t, win);
+            CHECK(prev == swap);
         }
         /* past the last adjacent block of the whole buffer: not attached */
         if (rank == n - 1) {
