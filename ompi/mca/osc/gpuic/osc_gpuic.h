@@ -135,7 +135,6 @@ typedef struct ompi_osc_gpuic_attached {
     size_t     size;
     gpuic_mr_t *mr;   /**< NULL for size 0 */
     uint64_t   id;    /**< this attachment's number in the window (never reused) */
-    uint32_t   slot;  /**< its entry in the published table array (size > 0 only) */
 } ompi_osc_gpuic_attached_t;
 
 /** A window served by gpuic. */
@@ -199,10 +198,7 @@ typedef struct ompi_osc_gpuic_module {
     int                        nattached;
     int                        max_attached; /**< entries attached has room for */
     gpuic_mr_t                 *dyn_array_mr;  /**< the published table's entry array */
-    uint32_t                   dyn_array_cap;  /**< its slots */
-    uint32_t                   dyn_slots_used; /**< slots ever used (peers read these) */
-    uint32_t                   *dyn_free_slots; /**< slots freed by detach, reused first */
-    uint32_t                   ndyn_free_slots;
+    uint32_t                   dyn_array_cap;  /**< entries it has room for */
     gpuic_mr_t                 **dyn_array_old; /**< outgrown arrays, kept until free */
     int                        ndyn_array_old;
     uint64_t                   dyn_serial;     /**< last attachment number given */

@@ -4,13 +4,13 @@
  *
  * Each process publishes its attached regions in a region table of two parts, both in
  * UCX-allocated memory (so that same-node peers map them): a fixed header, which peers reach
- * as the window, and an entry array with one slot per attached region, whose address and key
- * the header names.  The array grows by doubling: the owner copies it into a new one and
- * points the header at it; outgrown arrays stay until the window is freed, so that a peer
- * still reading one reads stale entries, never unmapped memory.  A sequence number in the
- * header guards both parts: the owner makes it odd, rewrites, and makes it even again.
+ * as the window, and an entry array, one entry per attached region sorted by base, whose
+ * address and key the header names.  The array grows by doubling: the owner copies it into a
+ * new one and points the header at it; outgrown arrays stay until the window is freed, so that
+ * a peer still reading one reads stale entries, never unmapped memory.  A sequence number in
+ * the header guards both parts: the owner makes it odd, rewrites, and makes it even again.
  *
- * An origin keeps a copy of each target's regions, sorted by base, with their unpacked keys
+ * An origin keeps a copy of each target's regions, in the same order, with their unpacked keys
  * and tagged with the sequence number it was read at; before every access it compares that
  * tag with the target's current sequence number (one load through a mapping, else one 8-byte
  * get) and rereads the table when it changed, so an access to a region that was detached
@@ -39,7 +39,7 @@
  * table.entry_size bytes apart, room for the longest key published so far. */
 typedef struct ompi_osc_gpuic_table_entry {
     uint64_t base;
-    uint64_t size;     /* 0: free slot */
+    uint64_t size;
     uint64_t id;       /* the attachment's number */
     uint32_t rkey_len;
     uint32_t reserved;
@@ -48,8 +48,7 @@ typedef struct ompi_osc_gpuic_table_entry {
 
 typedef struct ompi_osc_gpuic_table {
     uint64_t seq;        /* odd while the owner rewrites the table */
-    uint64_t count;      /* regions attached with size > 0 */
-    uint64_t slots;      /* slots of the array in use or freed: peers read these */
+    uint64_t count;      /* entries: the regions attached with size > 0, sorted by base */
     uint64_t array_addr; /* the entry array */
     uint64_t array_gen;  /* changes with every new array (never 0 once there is one) */
     uint32_t array_key_len;
@@ -94,12 +93,12 @@ static void ompi_osc_gpuic_table_seq_bump(ompi_osc_gpuic_module_t *module)
 }
 
 /* Makes room for one more entry whose key is @p key_len bytes: a new array of twice the
- * slots when every slot is taken, or of wider entries when the key does not fit.  Caller
- * holds module->lock, the table open for rewrite. */
+ * entries when it is full, or of wider entries when the key does not fit.  Caller holds
+ * module->lock, the table open for rewrite. */
 static int ompi_osc_gpuic_table_grow(ompi_osc_gpuic_module_t *module, size_t key_len)
 {
     ompi_osc_gpuic_table_t *table = module->base;
-    bool full = module->ndyn_free_slots == 0 && module->dyn_slots_used == module->dyn_array_cap;
+    bool full = table->count == module->dyn_array_cap;
     uint32_t cap = full ? (module->dyn_array_cap ? module->dyn_array_cap * 2
                                                  : OMPI_OSC_GPUIC_TABLE_SLOTS0)
                         : module->dyn_array_cap;
@@ -107,7 +106,7 @@ static int ompi_osc_gpuic_table_grow(ompi_osc_gpuic_module_t *module, size_t key
     size_t stride = table->entry_size > need ? table->entry_size : need;
     gpuic_mr_t *mr, **old;
     gpuic_status_t status;
-    uint32_t *slots, k;
+    uint64_t k;
     void *blob;
     size_t len;
 
@@ -117,12 +116,6 @@ static int ompi_osc_gpuic_table_grow(ompi_osc_gpuic_module_t *module, size_t key
     if (cap >= UINT32_MAX / 2) {
         return MPI_ERR_RMA_ATTACH;
     }
-    /* room for every slot of the array to be free at once */
-    slots = realloc(module->dyn_free_slots, sizeof(*slots) * cap);
-    if (slots == NULL) {
-        return MPI_ERR_NO_MEM;
-    }
-    module->dyn_free_slots = slots;
     old = realloc(module->dyn_array_old, sizeof(*old) * (module->ndyn_array_old + 1));
     if (old == NULL) {
         return MPI_ERR_NO_MEM;
@@ -144,7 +137,7 @@ static int ompi_osc_gpuic_table_grow(ompi_osc_gpuic_module_t *module, size_t key
     }
     memset(gpuic_mr_address(mr), 0, (size_t)cap * stride);
     if (module->dyn_array_mr != NULL) {
-        for (k = 0; k < module->dyn_slots_used; ++k) {
+        for (k = 0; k < table->count; ++k) {
             memcpy(ompi_osc_gpuic_table_entry(gpuic_mr_address(mr), k, stride),
                    ompi_osc_gpuic_table_entry(gpuic_mr_address(module->dyn_array_mr), k,
                                               table->entry_size),
@@ -210,15 +203,36 @@ static bool ompi_osc_gpuic_attached_overlaps(const ompi_osc_gpuic_module_t *modu
     return false;
 }
 
-/* Publishes attached region @p a in a free slot.  Caller holds module->lock. */
+/* Index of the first published entry whose base is >= @p addr. */
+static uint64_t ompi_osc_gpuic_table_lower(ompi_osc_gpuic_module_t *module, uint64_t addr)
+{
+    ompi_osc_gpuic_table_t *table = module->base;
+    void *array = gpuic_mr_address(module->dyn_array_mr);
+    uint64_t lo = 0, hi = table->count;
+
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+
+        if (ompi_osc_gpuic_table_entry(array, mid, table->entry_size)->base < addr) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/* Publishes attached region @p a at its place in base order.  Caller holds module->lock. */
 static int ompi_osc_gpuic_table_insert(ompi_osc_gpuic_module_t *module,
-                                       ompi_osc_gpuic_attached_t *a)
+                                       const ompi_osc_gpuic_attached_t *a)
 {
     ompi_osc_gpuic_table_t *table = module->base;
     ompi_osc_gpuic_table_entry_t *e;
+    uint64_t at;
+    char *array;
     void *blob;
     size_t len;
-    int rc = OMPI_SUCCESS;
+    int rc;
 
     if (gpuic_mr_pack(a->mr, &blob, &len) != GPUIC_OK) {
         return MPI_ERR_RMA_ATTACH;
@@ -232,27 +246,46 @@ static int ompi_osc_gpuic_table_insert(ompi_osc_gpuic_module_t *module,
     ompi_osc_gpuic_table_seq_bump(module); /* odd: being rewritten */
     rc = ompi_osc_gpuic_table_grow(module, len);
     if (rc == OMPI_SUCCESS) {
-        a->slot = module->ndyn_free_slots > 0 ? module->dyn_free_slots[--module->ndyn_free_slots]
-                                              : module->dyn_slots_used++;
-        e = ompi_osc_gpuic_table_entry(gpuic_mr_address(module->dyn_array_mr), a->slot,
-                                       table->entry_size);
+        array = gpuic_mr_address(module->dyn_array_mr);
+        at = ompi_osc_gpuic_table_lower(module, (uint64_t)(uintptr_t)a->base);
+        e = ompi_osc_gpuic_table_entry(array, at, table->entry_size);
+        memmove((char *)e + table->entry_size, e, (table->count - at) * table->entry_size);
         e->base = (uint64_t)(uintptr_t)a->base;
+        e->size = a->size;
         e->id = a->id;
         e->rkey_len = (uint32_t)len;
         memcpy(e->rkey, blob, len);
-        e->size = a->size;
         table->count++;
-        table->slots = module->dyn_slots_used;
     }
     ompi_osc_gpuic_table_seq_bump(module); /* even: stable */
     gpuic_mr_blob_release(blob);
     return rc;
 }
 
+/* Removes the published entry of attached region @p a.  Caller holds module->lock. */
+static void ompi_osc_gpuic_table_remove(ompi_osc_gpuic_module_t *module,
+                                        const ompi_osc_gpuic_attached_t *a)
+{
+    ompi_osc_gpuic_table_t *table = module->base;
+    uint64_t at = ompi_osc_gpuic_table_lower(module, (uint64_t)(uintptr_t)a->base);
+    char *e = (char *)ompi_osc_gpuic_table_entry(gpuic_mr_address(module->dyn_array_mr), at,
+                                                 table->entry_size);
+
+    if (at == table->count ||
+        ((ompi_osc_gpuic_table_entry_t *)e)->base != (uint64_t)(uintptr_t)a->base) {
+        gpuic_log(GPUIC_LOG_ERROR, "region %p is missing from the published table", a->base);
+        return;
+    }
+    ompi_osc_gpuic_table_seq_bump(module);
+    memmove(e, e + table->entry_size, (table->count - at - 1) * table->entry_size);
+    table->count--;
+    ompi_osc_gpuic_table_seq_bump(module);
+}
+
 int ompi_osc_gpuic_win_attach(struct ompi_win_t *win, void *base, size_t size)
 {
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
-    ompi_osc_gpuic_attached_t a = {base, size, NULL, 0, 0};
+    ompi_osc_gpuic_attached_t a = {base, size, NULL, 0};
     uintptr_t lo = (uintptr_t)base, hi;
     int at, rc = OMPI_SUCCESS, limit = mca_osc_gpuic_component.max_attach;
     gpuic_status_t status;
@@ -316,7 +349,6 @@ int ompi_osc_gpuic_win_attach(struct ompi_win_t *win, void *base, size_t size)
 int ompi_osc_gpuic_win_detach(struct ompi_win_t *win, const void *base)
 {
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
-    ompi_osc_gpuic_table_t *table = module->base;
     gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
     ompi_osc_gpuic_attached_t a;
     int i, idle;
@@ -342,13 +374,7 @@ int ompi_osc_gpuic_win_detach(struct ompi_win_t *win, const void *base)
     module->nattached--;
     if (a.mr != NULL) {
         /* Unpublish before returning, so that no peer starts an access after the detach. */
-        ompi_osc_gpuic_table_seq_bump(module);
-        memset(ompi_osc_gpuic_table_entry(gpuic_mr_address(module->dyn_array_mr), a.slot,
-                                          table->entry_size),
-               0, offsetof(ompi_osc_gpuic_table_entry_t, rkey));
-        table->count--;
-        ompi_osc_gpuic_table_seq_bump(module);
-        module->dyn_free_slots[module->ndyn_free_slots++] = a.slot;
+        ompi_osc_gpuic_table_remove(module, &a);
     }
     opal_mutex_unlock(&module->lock);
     if (a.mr != NULL) {
@@ -438,9 +464,9 @@ static int ompi_osc_gpuic_table_array_open(ompi_osc_gpuic_peer_t *peer,
     return OMPI_SUCCESS;
 }
 
-/* Copies a consistent snapshot of the target's table: its header into @p hdr and its used
- * slots into *entries_p (malloc'd, hdr->slots entries of hdr->entry_size bytes); hdr->seq is
- * the sequence it was read at. */
+/* Copies a consistent snapshot of the target's table: its header into @p hdr and its entries
+ * into *entries_p (malloc'd, hdr->count entries of hdr->entry_size bytes); hdr->seq is the
+ * sequence it was read at. */
 static int ompi_osc_gpuic_table_read(ompi_osc_gpuic_module_t *module, int target,
                                      ompi_osc_gpuic_table_t *hdr, void **entries_p)
 {
@@ -464,8 +490,8 @@ static int ompi_osc_gpuic_table_read(ompi_osc_gpuic_module_t *module, int target
             if (rc == OMPI_SUCCESS && after == before) {
                 /* the header is consistent: its array key may be unpacked */
                 rc = ompi_osc_gpuic_table_array_open(peer, hdr);
-                len = (size_t)hdr->slots * hdr->entry_size;
-                if (rc == OMPI_SUCCESS && hdr->slots > 0) {
+                len = (size_t)hdr->count * hdr->entry_size;
+                if (rc == OMPI_SUCCESS && hdr->count > 0) {
                     free(entries);
                     entries = malloc(len);
                     rc = entries == NULL ? MPI_ERR_NO_MEM
@@ -549,6 +575,7 @@ static int ompi_osc_gpuic_regions_refresh(ompi_osc_gpuic_module_t *module, int t
     bool self = target == ompi_comm_rank(module->comm);
     ompi_osc_gpuic_table_t hdr;
     int i, j, n = 0, nold = peer->ndyn, rc;
+    bool sorted = true;
     uint64_t k;
 
     rc = ompi_osc_gpuic_table_read(module, target, &hdr, &entries);
@@ -566,19 +593,21 @@ static int ompi_osc_gpuic_regions_refresh(ompi_osc_gpuic_module_t *module, int t
         free(entries);
         return MPI_ERR_NO_MEM;
     }
-    for (k = 0; k < hdr.slots && n < (int)hdr.count; ++k) {
+    for (k = 0; k < hdr.count; ++k) {
         ompi_osc_gpuic_table_entry_t *e = ompi_osc_gpuic_table_entry(entries, k,
                                                                      hdr.entry_size);
 
-        if (e->size > 0) {
-            dyn[n].base = e->base;
-            dyn[n].size = e->size;
-            dyn[n].id = e->id;
-            dyn[n].rkey = (gpuic_rkey_t *)e; /* the packed key, until unpacked */
-            n++;
-        }
+        dyn[n].base = e->base;
+        dyn[n].size = e->size;
+        dyn[n].id = e->id;
+        dyn[n].rkey = (gpuic_rkey_t *)e; /* the packed key, until unpacked */
+        sorted = sorted && (n == 0 || dyn[n - 1].base < e->base);
+        n++;
     }
-    qsort(dyn, n, sizeof(*dyn), ompi_osc_gpuic_region_cmp);
+    /* The owner publishes its entries sorted by base: sorting here is a safeguard only. */
+    if (!sorted) {
+        qsort(dyn, n, sizeof(*dyn), ompi_osc_gpuic_region_cmp);
+    }
     for (i = 0; i < n && rc == OMPI_SUCCESS; ++i) {
         ompi_osc_gpuic_region_t *r = &dyn[i];
         const ompi_osc_gpuic_table_entry_t *e = (const void *)r->rkey;
@@ -732,6 +761,4 @@ void ompi_osc_gpuic_dynamic_cleanup(ompi_osc_gpuic_module_t *module)
     module->ndyn_array_old = 0;
     gpuic_mr_deregister(module->dyn_array_mr);
     module->dyn_array_mr = NULL;
-    free(module->dyn_free_slots);
-    module->dyn_free_slots = NULL;
 }
