@@ -608,12 +608,15 @@ static int ompi_osc_gpuic_regions_refresh(ompi_osc_gpuic_module_t *module, int t
     if (!sorted) {
         qsort(dyn, n, sizeof(*dyn), ompi_osc_gpuic_region_cmp);
     }
-    for (i = 0; i < n && rc == OMPI_SUCCESS; ++i) {
+    /* Both copies are sorted by base: one walk pairs each region with its old self. */
+    for (i = 0, j = 0; i < n && rc == OMPI_SUCCESS; ++i) {
         ompi_osc_gpuic_region_t *r = &dyn[i];
         const ompi_osc_gpuic_table_entry_t *e = (const void *)r->rkey;
 
-        j = ompi_osc_gpuic_regions_floor(old, nold, r->base);
-        if (j >= 0 && old[j].base == r->base && old[j].id == r->id && old[j].rkey != NULL) {
+        while (j < nold && old[j].base < r->base) {
+            ++j;
+        }
+        if (j < nold && old[j].base == r->base && old[j].id == r->id && old[j].rkey != NULL) {
             /* the same attachment: its key and mapping move to the new copy */
             r->rkey = old[j].rkey;
             r->direct = old[j].direct;
