@@ -174,7 +174,8 @@ typedef struct ompi_osc_gpuic_module {
     uint64_t                   ucx_flushed;     /**< ...covered by a completed flush_all */
     opal_mutex_t               dyn_lock;        /**< guards the peers' dynamic-region caches */
     /** Region arrays replaced by a refresh; kept until free so that a region found by one
-     *  thread stays valid while another thread refreshes. */
+     *  thread stays valid while another thread refreshes (MPI_THREAD_MULTIPLE only: otherwise
+     *  no other call can hold one, and a replaced array is freed at once). */
     ompi_osc_gpuic_region_t    **dyn_retired;
     int                        ndyn_retired;
 
