@@ -6,6 +6,7 @@
  *  1. random accesses: every rank puts to a random region of a random target (itself
  *     included), in the 8-byte lane that belongs to it, gets it back and checks it; at the end
  *     each target checks every lane of every region against what its origins last wrote;
+ *     then memory from MPI_Win_allocate (a longer packed key) is attached and used;
  *  2. spans: put, get, accumulate, get_accumulate, fetch_and_op and compare_and_swap of data
  *     that crosses from one attached region into the next (2 and 4 regions), contiguous and
  *     with a vector datatype;
@@ -190,6 +191,43 @@ int main(int argc, char **argv)
                     bad);
         }
         CHECK(bad == 0);
+    }
+
+    /* 1b. memory UCX allocated (MPI_Win_allocate) packs a longer key than malloc'd memory:
+     * attaching it after thousands of regions moves the table to wider entries */
+    {
+        MPI_Win wa;
+        char *amem;
+        MPI_Aint aaddr, *aall = malloc(sizeof(MPI_Aint) * n);
+
+        MPI_Win_allocate(RSZ, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &amem, &wa);
+        memset(amem, 0, RSZ);
+        CHECK_CLASS(MPI_Win_attach(win, amem, RSZ), MPI_SUCCESS);
+        MPI_Get_address(amem, &aaddr);
+        MPI_Allgather(&aaddr, 1, MPI_AINT, aall, 1, MPI_AINT, MPI_COMM_WORLD);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Win_lock_all(0, win);
+        for (t = 0; t < n; ++t) {
+            uint64_t v = 0x5A5A0000ull + (uint64_t)rank, back = 0;
+            MPI_Aint disp[2] = {aall[t] + lane * 8,
+                                bases[2 * t] + (MPI_Aint)(nreg / 2) * 2 * RSZ + lane * 8};
+            int k;
+
+            for (k = 0; k < 2; ++k) {
+                CHECK_CLASS(MPI_Put(&v, 1, MPI_UINT64_T, t, disp[k], 1, MPI_UINT64_T, win),
+                            MPI_SUCCESS);
+                MPI_Win_flush(t, win);
+                CHECK_CLASS(MPI_Get(&back, 1, MPI_UINT64_T, t, disp[k], 1, MPI_UINT64_T, win),
+                            MPI_SUCCESS);
+                MPI_Win_flush(t, win);
+                CHECK(n > LANES || back == v);
+            }
+        }
+        MPI_Win_unlock_all(win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        CHECK_CLASS(MPI_Win_detach(win, amem), MPI_SUCCESS);
+        MPI_Win_free(&wa);
+        free(aall);
     }
 
     /* 2. accesses that span adjacent attached regions: my 4 blocks at every target */

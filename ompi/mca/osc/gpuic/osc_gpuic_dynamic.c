@@ -148,6 +148,8 @@ static int ompi_osc_gpuic_table_grow(ompi_osc_gpuic_module_t *module, size_t key
     module->dyn_array_mr = mr;
     module->dyn_array_cap = cap;
     table->entry_size = (uint32_t)stride;
+    gpuic_log(GPUIC_LOG_DEBUG, "window %d: region table array of %u entries of %zu bytes",
+              module->id, cap, stride);
     table->array_addr = (uint64_t)(uintptr_t)gpuic_mr_address(mr);
     table->array_gen++;
     table->array_key_len = (uint32_t)len;
