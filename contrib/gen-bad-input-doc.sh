@@ -66,9 +66,30 @@ was detached) and the guards around the origin buffer are unchanged.
 
 *Decided by*: "Open MPI" marks classes produced by Open MPI's own argument checks
 (`MPI_PARAM_CHECK`, on by default) before gpuic is called; "gpuic" marks the component's own
-checks.  With `--mca mpi_param_check 0` gpuic still refuses negative counts (`MPI_ERR_TYPE`) and
+checks.  With `--mca mpi_param_check 0` gpuic still refuses negative counts (`MPI_ERR_COUNT`) and
 negative displacements (`MPI_ERR_RMA_RANGE`), but handles such as `MPI_DATATYPE_NULL` or an
 uncommitted datatype are then the program's responsibility, as with every component.
+
+*`MPI_PROC_NULL`*: MPI 3.1 makes it a valid target (a no-op) for the communication calls only.
+Open MPI's `MPI_Put`, `MPI_Get`, the accumulate family and their request forms return
+`MPI_SUCCESS` for it before any component is called (with or without `MPI_PARAM_CHECK`).
+`MPI_Win_lock` and `MPI_Win_unlock` check the rank in Open MPI's argument checks
+(`ompi_win_peer_invalid`, `MPI_ERR_RANK`), so with `MPI_PARAM_CHECK` on no component sees the call;
+`MPI_Win_flush` and `MPI_Win_flush_local` pass any rank to the component.  gpuic refuses
+`MPI_PROC_NULL` (and every rank outside the window's group) with `MPI_ERR_RANK` in lock, unlock,
+flush and flush_local, so the class is the same with `--mca mpi_param_check 0` (osc/pt2pt then
+returns `MPI_ERR_INTERN` for the lock and fails further on).
+
+*Spans that overflow*: every size and span computed from user input (`size * count`,
+`extent * (count - 1)` added to the type's true bounds, `disp * disp_unit` plus the span) is
+computed with overflow checks: an overflow returns `MPI_ERR_COUNT` (or `MPI_ERR_RMA_RANGE` for
+the displacement) before anything moves.  Open MPI computes a derived type's bounds in wrapping
+64-bit arithmetic, so a type such as an hvector of stride 2^62 can carry bounds that no longer
+hold its blocks (even bounds that look like one int).  gpuic's rule for a target datatype: its
+stored true bounds must not be inverted, and every block of one element, at the address Open
+MPI's convertor gives it, must lie inside them; otherwise `MPI_ERR_TYPE`.  The blocks are
+walked once per call for non-contiguous target types (contiguous ones cost nothing); elements
+after the first are the first shifted by a multiple of the extent, whose product is checked.
 
 HEAD
 echo "$out" | grep '^|'

@@ -12,7 +12,8 @@
 # a caller with a fixed time budget), GPUIC_TEST_SUMMARY (a file to which
 # "passed failed skipped" is appended, for a caller that adds several runs up).
 #
-# Test lists: test/unit/testlist   "program [timeout]"  (or a script under test/, e.g. fuzz/run-fuzz.sh)
+# Test lists: test/unit/testlist   "program [timeout]"  (or a script under test/, e.g. fuzz/run-fuzz.sh;
+#                                   timeout default 300 s: limits are hang guards for a loaded machine)
 #             test/mpi/testlist    "program ranks [VAR=value ...]"  (program.sh: a script)
 #             test/device/testlist "program ranks [VAR=value ...]"  (skipped without a GPU)
 # A program passes with exit 0, is skipped with exit 77, and fails otherwise.
@@ -61,7 +62,7 @@ run_list() { # kind list
         [ -z "${line// }" ] && continue
         read -r prog arg1 rest <<<"$line"
         if [ "$kind" = unit ]; then
-            name="unit/$prog"; t=${arg1:-120}
+            name="unit/$prog"; t=${arg1:-300}
         else
             np=${GPUIC_TEST_RANKS:-$arg1}; name="$kind/$prog.np$np${rest:+ $rest}"
             t=${GPUIC_TEST_TIMEOUT:-300}

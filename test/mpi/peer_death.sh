@@ -6,7 +6,7 @@
 prog="$GPUIC_TEST_BUILD/test/mpi/test_peer_death"
 [ -x "$prog" ] || { echo "not built: $prog"; exit 1; }
 start=$(date +%s)
-out=$(timeout -k 5 50 $GPUIC_TEST_MPIRUN --enable-recovery -x OMPI_MCA_osc_gpuic_timeout=3 \
+out=$(timeout -k 5 200 $GPUIC_TEST_MPIRUN --enable-recovery -x OMPI_MCA_osc_gpuic_timeout=3 \
       -np 3 "$prog" 2>&1)
 rc=$?
 took=$(( $(date +%s) - start ))

@@ -404,6 +404,125 @@ static int c_lock_proc_null(bad_ctx_t *t)
     return rc;
 }
 
+static int c_unlock_proc_null(bad_ctx_t *t)
+{
+    return MPI_Win_unlock(MPI_PROC_NULL, t->win1);
+}
+
+static int c_flush_proc_null(bad_ctx_t *t)
+{
+    int rc;
+    MPI_Win_lock_all(0, t->win1);
+    rc = MPI_Win_flush(MPI_PROC_NULL, t->win1);
+    MPI_Win_unlock_all(t->win1);
+    return rc;
+}
+
+/*
+ * Spans that wrap 64-bit arithmetic.  The target type strides 2^40 bytes per element, so
+ * 2^24 + 1 elements reach 2^64 bytes past the first: (count - 1) * extent wraps to 0 and the
+ * span looks like one int.  The origin side is an int of extent 0 repeated (the same bytes, the
+ * same size), so the origin never reads past its buffer.
+ */
+#define BAD_WRAP_COUNT ((1 << 24) + 1)
+
+static void bad_wrap_types(MPI_Datatype *origin, MPI_Datatype *target)
+{
+    MPI_Type_create_resized(MPI_INT, 0, 0, origin);
+    MPI_Type_commit(origin);
+    MPI_Type_create_resized(MPI_INT, 0, (MPI_Aint)1 << 40, target);
+    MPI_Type_commit(target);
+}
+
+/* which: 0 put, 1 accumulate */
+static int bad_wrap_call(bad_ctx_t *t, int which, MPI_Win win, MPI_Aint disp)
+{
+    MPI_Datatype o, tt;
+    int rc;
+    bad_wrap_types(&o, &tt);
+    bad_lock(t, win);
+    if (which == 0) {
+        rc = MPI_Put(bad_obuf(t), BAD_WRAP_COUNT, o, t->peer, disp, BAD_WRAP_COUNT, tt, win);
+    } else {
+        rc = MPI_Accumulate(bad_obuf(t), BAD_WRAP_COUNT, o, t->peer, disp, BAD_WRAP_COUNT, tt,
+                            MPI_SUM, win);
+    }
+    MPI_Win_unlock(t->peer, win);
+    MPI_Type_free(&o);
+    MPI_Type_free(&tt);
+    return rc;
+}
+
+static int c_put_span_wraps(bad_ctx_t *t)
+{
+    return bad_wrap_call(t, 0, t->win1, 0);
+}
+
+static int c_get_span_wraps(bad_ctx_t *t)
+{
+    MPI_Datatype o, tt;
+    int rc;
+    /* the result side: ints of extent 0, so that a get that passed writes 4 bytes */
+    bad_wrap_types(&o, &tt);
+    bad_lock(t, t->win1);
+    rc = MPI_Get(bad_obuf(t), BAD_WRAP_COUNT, o, t->peer, 0, BAD_WRAP_COUNT, tt, t->win1);
+    MPI_Win_unlock(t->peer, t->win1);
+    MPI_Type_free(&o);
+    MPI_Type_free(&tt);
+    return rc;
+}
+
+static int c_acc_span_wraps(bad_ctx_t *t)
+{
+    return bad_wrap_call(t, 1, t->win1, 0);
+}
+
+static int c_dyn_span_wraps(bad_ctx_t *t)
+{
+    return bad_wrap_call(t, 0, t->dyn, t->dyn_peer);
+}
+
+/* An hvector of 3 ints 2^62 bytes apart: its upper bound, 2^63 + 4, is stored wrapped. */
+static int bad_hvector_put(bad_ctx_t *t, int count)
+{
+    MPI_Datatype hv;
+    int rc;
+    MPI_Type_create_hvector(count, 1, (MPI_Aint)1 << 62, MPI_INT, &hv);
+    MPI_Type_commit(&hv);
+    bad_lock(t, t->win1);
+    rc = MPI_Put(bad_obuf(t), count, MPI_INT, t->peer, 0, 1, hv, t->win1);
+    MPI_Win_unlock(t->peer, t->win1);
+    MPI_Type_free(&hv);
+    return rc;
+}
+
+static int c_put_hvector_wraps(bad_ctx_t *t)
+{
+    return bad_hvector_put(t, 3);
+}
+
+/* 5 ints 2^62 apart: the upper bound wraps to exactly 4, as if the type were one int. */
+static int c_put_hvector_wraps_small(bad_ctx_t *t)
+{
+    return bad_hvector_put(t, 5);
+}
+
+/* A type of 2^40 bytes (never touched) times 2^24: the data size, 2^64, wraps to 0. */
+static int c_put_size_wraps(bad_ctx_t *t)
+{
+    MPI_Datatype mb, tb;
+    int rc;
+    MPI_Type_contiguous(1 << 20, MPI_BYTE, &mb);
+    MPI_Type_contiguous(1 << 20, mb, &tb);
+    MPI_Type_commit(&tb);
+    bad_lock(t, t->win1);
+    rc = MPI_Put(bad_obuf(t), 1 << 24, tb, t->peer, 0, 1 << 24, tb, t->win1);
+    MPI_Win_unlock(t->peer, t->win1);
+    MPI_Type_free(&tb);
+    MPI_Type_free(&mb);
+    return rc;
+}
+
 static int c_put_count0(bad_ctx_t *t)
 {
     int rc;
@@ -481,6 +600,15 @@ static const bad_case_t bad_cases[] = {
     {"MPI_PROC_NULL", "MPI_Put", MPI_SUCCESS, "Open MPI (no-op)", c_put_proc_null, NULL},
     {"MPI_PROC_NULL, disp past the end", "MPI_Accumulate", MPI_SUCCESS, "Open MPI (no-op)", c_acc_proc_null, NULL},
     {"MPI_PROC_NULL (not a communication call)", "MPI_Win_lock", MPI_ERR_RANK, "Open MPI", c_lock_proc_null, NULL},
+    {"MPI_PROC_NULL (not a communication call)", "MPI_Win_unlock", MPI_ERR_RANK, "Open MPI", c_unlock_proc_null, NULL},
+    {"MPI_PROC_NULL (not a communication call)", "MPI_Win_flush", MPI_ERR_RANK, "gpuic", c_flush_proc_null, NULL},
+    {"2^24+1 ints 2^40 apart: span wraps 2^64", "MPI_Put", MPI_ERR_COUNT, "gpuic", c_put_span_wraps, NULL},
+    {"2^24+1 ints 2^40 apart: span wraps 2^64", "MPI_Get", MPI_ERR_COUNT, "gpuic", c_get_span_wraps, NULL},
+    {"2^24+1 ints 2^40 apart: span wraps 2^64", "MPI_Accumulate", MPI_ERR_COUNT, "gpuic", c_acc_span_wraps, NULL},
+    {"dynamic: 2^24+1 ints 2^40 apart", "MPI_Put", MPI_ERR_COUNT, "gpuic", c_dyn_span_wraps, NULL},
+    {"hvector(3) of stride 2^62 (bounds stored wrapped)", "MPI_Put", MPI_ERR_TYPE, "gpuic", c_put_hvector_wraps, NULL},
+    {"hvector(5) of stride 2^62 (upper bound wraps to 4)", "MPI_Put", MPI_ERR_TYPE, "gpuic", c_put_hvector_wraps_small, NULL},
+    {"2^24 elements of 2^40 bytes: size wraps to 0", "MPI_Put", MPI_ERR_COUNT, "gpuic", c_put_size_wraps, NULL},
     {"count 0", "MPI_Put", MPI_SUCCESS, "gpuic (no-op)", c_put_count0, NULL},
     {"count 0, disp past the end", "MPI_Get", MPI_SUCCESS, "gpuic (no-op)", c_get_count0_past_end, NULL},
     {"count 0", "MPI_Accumulate", MPI_SUCCESS, "gpuic (no-op)", c_acc_count0, NULL},

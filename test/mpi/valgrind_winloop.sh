@@ -16,7 +16,7 @@ trap 'rm -rf "$logs"' EXIT
 # Components are dlclose()d at finalize: keep their frames resolvable in the leak report
 # (--keep-debuginfo; the MCA variable does the same where Open MPI has it).
 export OMPI_MCA_mca_base_component_disable_dlclose=1
-timeout -k 5 85 $GPUIC_TEST_MPIRUN -x OMPI_MCA_mca_base_component_disable_dlclose \
+timeout -k 5 270 $GPUIC_TEST_MPIRUN -x OMPI_MCA_mca_base_component_disable_dlclose \
     -np "${GPUIC_TEST_NP:-2}" valgrind -q --leak-check=full --show-leak-kinds=all \
     --keep-debuginfo=yes --num-callers=40 --log-file="$logs/vg.%p.log" "$prog" 2>&1 |
     grep -v -e 'hwloc' -e 'HWLOC_CPUID_PATH'

@@ -113,6 +113,9 @@ typedef struct ompi_osc_gpuic_region {
     gpuic_rkey_t *rkey;  /**< key for UCX access; NULL when size is 0 */
     void         *direct; /**< local mapping of the region (loads and stores), or NULL */
     int          gpu;    /**< the region is device memory: direct is a device address */
+    /* dynamic windows only (zero for the others) */
+    uint64_t     id;     /**< the target's number for this attachment (key reuse on refresh) */
+    uint32_t     run;    /**< regions after this one in its array, each adjacent to the last */
 } ompi_osc_gpuic_region_t;
 
 /** What this process knows of one peer's window. */
@@ -135,6 +138,9 @@ typedef struct ompi_osc_gpuic_peer {
     ompi_osc_gpuic_region_t *dyn;
     int          ndyn;
     uint64_t     dyn_seq;      /**< table sequence number dyn was read at (0: never) */
+    gpuic_rkey_t *dyn_array_rkey; /**< key of the peer's current region-table array */
+    void         *dyn_array_direct; /**< its local mapping, or NULL */
+    uint64_t     dyn_array_gen;   /**< generation of that array (0: none unpacked) */
     gpuic_cuda_ipc_t ipc;      /**< GPU windows: the peer's export of its memory */
     bool         ipc_mapped;   /**< win.direct is our CUDA IPC mapping of it */
     /* What a device queue needs to reach the peer from the proxy's own context, kept from the
@@ -150,6 +156,7 @@ typedef struct ompi_osc_gpuic_attached {
     void       *base;
     size_t     size;
     gpuic_mr_t *mr;   /**< NULL for size 0 */
+    uint64_t   id;    /**< this attachment's number in the window (never reused) */
 } ompi_osc_gpuic_attached_t;
 
 /** A window served by gpuic. */
@@ -189,7 +196,8 @@ typedef struct ompi_osc_gpuic_module {
     uint64_t                   ucx_flushed;     /**< ...covered by a completed flush_all */
     opal_mutex_t               dyn_lock;        /**< guards the peers' dynamic-region caches */
     /** Region arrays replaced by a refresh; kept until free so that a region found by one
-     *  thread stays valid while another thread refreshes. */
+     *  thread stays valid while another thread refreshes (MPI_THREAD_MULTIPLE only: otherwise
+     *  no other call can hold one, and a replaced array is freed at once). */
     ompi_osc_gpuic_region_t    **dyn_retired;
     int                        ndyn_retired;
 
@@ -209,9 +217,17 @@ typedef struct ompi_osc_gpuic_module {
     bool                       shm_noncontig; /**< parts are page-aligned, not back to back */
 
     /* dynamic windows (MPI_Win_create_dynamic): what this process attached */
-    ompi_osc_gpuic_attached_t  *attached;
+    ompi_osc_gpuic_attached_t  *attached;  /**< sorted by base */
     int                        nattached;
-    int                        max_attached;
+    int                        max_attached; /**< entries attached has room for */
+    gpuic_mr_t                 *dyn_array_mr;  /**< the published table's entry array */
+    uint32_t                   dyn_array_cap;  /**< entries it has room for */
+    gpuic_mr_t                 **dyn_array_old; /**< outgrown arrays, kept until free */
+    int                        ndyn_array_old;
+    uint64_t                   dyn_serial;     /**< last attachment number given */
+    /** Keys of peers' regions that were detached, kept until free like retired arrays. */
+    gpuic_rkey_t               **dyn_dead_rkeys;
+    size_t                     ndyn_dead_rkeys;
 
     struct ompi_osc_gpuic_module *next, *prev; /**< the component's list of live windows */
 
@@ -251,7 +267,7 @@ typedef struct ompi_osc_gpuic_component {
     int  priority;
     int  verbose;
     bool direct;            /**< use direct load/store mappings to same-node peers */
-    int  max_attach;        /**< regions a dynamic window can have attached at once */
+    int  max_attach;        /**< regions a dynamic window can have attached at once; 0: no limit */
     double timeout;         /**< seconds a wait on a peer may take before it fails; 0: forever */
     bool device_proxy;      /**< device calls use the proxy path to every target */
     int  device_queue_slots; /**< slots of a window's device queue */
@@ -340,8 +356,24 @@ int ompi_osc_gpuic_win_shared_query(struct ompi_win_t *win, int rank, size_t *si
 void ompi_osc_gpuic_dt_bounds(const struct ompi_datatype_t *dt, int count, ptrdiff_t *lo_p,
                               ptrdiff_t *hi_p);
 /**
- * MPI_ERR_RMA_RANGE unless (disp, count, dt) lies inside one region of @p target's window; on
- * success *raddr_p is the target address of displacement @p disp and *region_p the region.
+ * Checked form of ompi_osc_gpuic_dt_bounds() for user input: *lo_p and *hi_p as there, and
+ * *bytes_p (may be NULL) the data size of @p count elements.  MPI_ERR_COUNT when a size or an
+ * offset overflows 64-bit arithmetic (count < 0 included); MPI_ERR_TYPE when the datatype's
+ * stored bounds are inverted or, with @p check_blocks, when a block of one element (as the
+ * convertor addresses it) lies outside them: Open MPI stores wrapped bounds for constructors
+ * whose arithmetic overflowed, and the blocks then fall outside.  check_blocks walks the blocks
+ * of one element of a non-contiguous type; contiguous types cost nothing.
+ */
+int ompi_osc_gpuic_dt_span(const struct ompi_datatype_t *dt, int count, bool check_blocks,
+                           ptrdiff_t *lo_p, ptrdiff_t *hi_p, size_t *bytes_p);
+/**
+ * MPI_ERR_RMA_RANGE unless (disp, count, dt) lies inside @p target's window: for a dynamic
+ * window, inside one attached region or a run of adjacent attached regions.  On success
+ * *raddr_p is the target address of displacement @p disp and *region_p the region holding the
+ * access's first byte; when the access runs on into the regions after it (dynamic windows
+ * only), ompi_osc_gpuic_rma_layout() splits it per region, and code that uses region->direct
+ * itself finds each piece's region with ompi_osc_gpuic_region_piece().  MPI_ERR_COUNT or
+ * MPI_ERR_TYPE as ompi_osc_gpuic_dt_span() (with check_blocks).
  */
 int ompi_osc_gpuic_check_range(ompi_osc_gpuic_module_t *module, int target, ptrdiff_t disp,
                                int count, struct ompi_datatype_t *dt, uint64_t *raddr_p,
@@ -492,16 +524,25 @@ int ompi_osc_gpuic_bounce_out(ompi_osc_gpuic_bounce_t *b, bool copy_out);
 /* Dynamic windows (osc_gpuic_dynamic.c) */
 /** Allocates and registers the window's region table (module->base/size describe it). */
 int ompi_osc_gpuic_dynamic_setup(ompi_osc_gpuic_module_t *module, gpuic_context_t *ctx);
-/** Size of the region table a dynamic window publishes. */
+/** Size of the region table's header, the fixed part a dynamic window publishes. */
 size_t ompi_osc_gpuic_dynamic_table_size(int max_attached);
 /**
- * Finds the region of @p target's dynamic window holding [lo, hi), rereading the target's table
- * when it changed.  MPI_ERR_RMA_RANGE when no attached region holds the whole range.
+ * Finds the region of @p target's dynamic window holding lo, rereading the target's table
+ * when it changed.  MPI_ERR_RMA_RANGE unless [lo, hi) lies in that region and the adjacent
+ * regions after it (region->run).  Binary search: O(log regions).
  */
 int ompi_osc_gpuic_dynamic_resolve(ompi_osc_gpuic_module_t *module, int target, uint64_t lo,
                                    uint64_t hi, ompi_osc_gpuic_region_t **region_p);
 /** Releases the cached regions of every peer and every region still attached. */
 void ompi_osc_gpuic_dynamic_cleanup(ompi_osc_gpuic_module_t *module);
+/**
+ * The piece of [raddr, raddr + len) that one region holds, for an access that
+ * ompi_osc_gpuic_check_range() accepted with @p region: *piece_p is the region (@p region or
+ * one of the run of adjacent regions after it) holding raddr; returns the bytes from raddr
+ * it holds, at most @p len; 0 when raddr lies outside the run.
+ */
+size_t ompi_osc_gpuic_region_piece(ompi_osc_gpuic_region_t *region, uint64_t raddr, size_t len,
+                                   ompi_osc_gpuic_region_t **piece_p);
 
 /* Accumulate family (osc_gpuic_accumulate.c) */
 int ompi_osc_gpuic_accumulate(const void *origin_addr, int origin_count,

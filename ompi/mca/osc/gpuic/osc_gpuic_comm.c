@@ -83,12 +83,13 @@ static gpuic_status_t ompi_osc_gpuic_xfer_bounced(ompi_osc_gpuic_peer_t *peer,
     return status;
 }
 
-/* One contiguous piece: through the mapping when there is one, else through UCX. */
-static int ompi_osc_gpuic_xfer(const ompi_osc_gpuic_xfer_arg_t *x, char *local, size_t len,
-                               uint64_t raddr)
+/* One contiguous piece inside @p region: through the mapping when there is one, else
+ * through UCX. */
+static int ompi_osc_gpuic_xfer_one(const ompi_osc_gpuic_xfer_arg_t *x,
+                                   ompi_osc_gpuic_region_t *region, char *local, size_t len,
+                                   uint64_t raddr)
 {
     ompi_osc_gpuic_peer_t *peer = &x->module->peers[x->target];
-    ompi_osc_gpuic_region_t *region = x->region;
     gpuic_status_t status;
 
     if (region->direct != NULL) {
@@ -119,6 +120,34 @@ static int ompi_osc_gpuic_xfer(const ompi_osc_gpuic_xfer_arg_t *x, char *local, 
     __atomic_fetch_add(&peer->ucx_issued, 1, __ATOMIC_ACQ_REL);
     __atomic_fetch_add(&x->module->ucx_issued, 1, __ATOMIC_ACQ_REL);
     return ompi_osc_gpuic_error(status);
+}
+
+/* One contiguous piece, split where it crosses from one attached region into the next. */
+static int ompi_osc_gpuic_xfer(const ompi_osc_gpuic_xfer_arg_t *x, char *local, size_t len,
+                               uint64_t raddr)
+{
+    ompi_osc_gpuic_region_t *piece = x->region;
+    size_t n;
+    int rc = OMPI_SUCCESS;
+
+    if (raddr >= piece->base && raddr - piece->base <= piece->size &&
+        len <= piece->size - (raddr - piece->base)) {
+        return ompi_osc_gpuic_xfer_one(x, piece, local, len, raddr);
+    }
+    while (len > 0 && rc == OMPI_SUCCESS) {
+        n = ompi_osc_gpuic_region_piece(x->region, raddr, len, &piece);
+        if (n == 0) {
+            /* the range check covered the layout's bounds: a block outside is a bug */
+            gpuic_log(GPUIC_LOG_ERROR, "block at %#" PRIx64 " outside the checked range",
+                      raddr);
+            return MPI_ERR_INTERN;
+        }
+        rc = ompi_osc_gpuic_xfer_one(x, piece, local, n, raddr);
+        local += n;
+        raddr += n;
+        len -= n;
+    }
+    return rc;
 }
 
 /* dt_walk callback: a is the origin block, b the target block (a remote address). */
@@ -230,14 +259,20 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    ompi_datatype_type_size(odt, &osize);
-    ompi_datatype_type_size(tdt, &tsize);
-    if (osize * (size_t)ocount != tsize * (size_t)tcount) {
+    /* Sizes and spans of user input are computed with overflow checks. */
+    rc = ompi_osc_gpuic_dt_span(odt, ocount, false, &olo, &ohi, &osize);
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_dt_span(tdt, tcount, false, &olo, &ohi, &tsize);
+    }
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    if (osize != tsize) {
         gpuic_log(GPUIC_LOG_DEBUG, "origin (%zu bytes) and target (%zu bytes) do not match",
-                  osize * (size_t)ocount, tsize * (size_t)tcount);
+                  osize, tsize);
         return MPI_ERR_TYPE;
     }
-    if (tsize * (size_t)tcount == 0) {
+    if (tsize == 0) {
         return OMPI_SUCCESS;
     }
     rc = ompi_osc_gpuic_check_range(module, target, tdisp, tcount, tdt, &raddr, &x.region);
@@ -252,7 +287,7 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
 
         ompi_osc_gpuic_dt_bounds(odt, ocount, &olo, &ohi);
         ompi_osc_gpuic_dt_bounds(tdt, tcount, &tlo, &thi);
-        rc = ompi_osc_gpuic_xfer(&x, (char *)origin + olo, tsize * (size_t)tcount, raddr + tlo);
+        rc = ompi_osc_gpuic_xfer(&x, (char *)origin + olo, tsize, raddr + tlo);
     } else {
         rc = ompi_osc_gpuic_dt_walk(origin, ocount, odt, (void *)(uintptr_t)raddr, tcount, tdt,
                                     ompi_osc_gpuic_xfer_block, &x);
@@ -261,15 +296,14 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
         gpuic_log(GPUIC_LOG_ERROR, "%s to rank %d failed", is_put ? "put" : "get", target);
         return rc;
     }
-    /* One region serves the whole call, so the call took one path. */
+    /* Counted by the path of the call's first region (a span of adjacent dynamic regions
+     * may mix paths). */
     if (x.region->direct != NULL) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_direct, 1);
-        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_direct,
-                             tsize * (size_t)tcount);
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_direct, tsize);
     } else {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_ucx, 1);
-        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_ucx,
-                             tsize * (size_t)tcount);
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_ucx, tsize);
     }
     return OMPI_SUCCESS;
 }

@@ -48,7 +48,7 @@ ompi_osc_gpuic_component_t mca_osc_gpuic_component = {
     .priority = 5,
     .verbose = 1,
     .direct = true,
-    .max_attach = 64,
+    .max_attach = 0,
     .timeout = 60.0,
 };
 
@@ -199,7 +199,7 @@ static int ompi_osc_gpuic_component_register(void)
     (void)mca_base_component_var_register(
         c, "max_attach",
         "Regions a dynamic window can have attached at once (MPI_Win_attach beyond it fails "
-        "with MPI_ERR_RMA_ATTACH)",
+        "with MPI_ERR_RMA_ATTACH); 0: no limit (the region table grows as needed)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.max_attach);
     (void)mca_base_component_var_register(
