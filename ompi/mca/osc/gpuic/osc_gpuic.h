@@ -200,8 +200,9 @@ typedef struct ompi_osc_gpuic_module {
 
 /**
  * Process-wide event counters, exported read-only as MPI_T performance variables
- * (osc_gpuic_<field>, registered in osc_gpuic_component.c).  Updated with relaxed atomic adds
- * only: they order nothing, and a counter is never worth a lock on the RMA path.
+ * (osc_gpuic_<field>, registered in osc_gpuic_component.c).  Updated by MPI calls only (never
+ * by the proxy thread), through ompi_osc_gpuic_count(): they order nothing, and a counter is
+ * never worth a lock on the RMA path.
  */
 typedef struct ompi_osc_gpuic_counters {
     unsigned long long ops_direct;   /**< put/get/rput/rget calls served through a mapping */
@@ -215,11 +216,8 @@ typedef struct ompi_osc_gpuic_counters {
     unsigned long long device_errors; /**< device-call errors reported at synchronization */
 } ompi_osc_gpuic_counters_t;
 
-/** Adds @p n to one of the component's counters. */
-static inline void ompi_osc_gpuic_count(unsigned long long *counter, unsigned long long n)
-{
-    __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
-}
+/** Adds @p n to one of the component's counters (defined after the component). */
+static inline void ompi_osc_gpuic_count(unsigned long long *counter, unsigned long long n);
 
 /** The component: one per process. */
 typedef struct ompi_osc_gpuic_component {
@@ -256,6 +254,19 @@ typedef struct ompi_osc_gpuic_component {
 } ompi_osc_gpuic_component_t;
 
 OMPI_MODULE_DECLSPEC extern ompi_osc_gpuic_component_t mca_osc_gpuic_component;
+
+/* Below MPI_THREAD_MULTIPLE no two threads update a counter at once, so a relaxed load and store
+ * (plain moves, no locked instruction) are exact, and a concurrent MPI_T read still sees a whole
+ * value.  Only MPI_THREAD_MULTIPLE pays for an atomic read-modify-write. */
+static inline void ompi_osc_gpuic_count(unsigned long long *counter, unsigned long long n)
+{
+    if (mca_osc_gpuic_component.thread_multiple) {
+        __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
+    } else {
+        __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n,
+                         __ATOMIC_RELAXED);
+    }
+}
 
 /* Component (osc_gpuic_component.c) */
 int ompi_osc_gpuic_context_get(gpuic_context_t **ctx_p);
@@ -540,7 +551,11 @@ static inline ompi_osc_gpuic_module_t *ompi_osc_gpuic_module(struct ompi_win_t *
  */
 static inline int ompi_osc_gpuic_sync_result(ompi_osc_gpuic_module_t *module, int rc)
 {
-    return rc != OMPI_SUCCESS ? rc : ompi_osc_gpuic_device_error(module);
+    /* A window without a device error word has nothing to report (the common, host case). */
+    if (rc != OMPI_SUCCESS || module->dev_error == NULL) {
+        return rc;
+    }
+    return ompi_osc_gpuic_device_error(module);
 }
 
 /* Stream-triggered calls (osc_gpuic_stream.c) */

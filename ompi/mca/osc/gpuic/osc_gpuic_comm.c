@@ -83,6 +83,30 @@ static gpuic_status_t ompi_osc_gpuic_xfer_bounced(ompi_osc_gpuic_peer_t *peer,
     return status;
 }
 
+/* Counts a UCX operation issued: an atomic read-modify-write only where another thread may
+ * count or flush at the same time (MPI_THREAD_MULTIPLE). */
+static inline void ompi_osc_gpuic_issued_add(uint64_t *issued)
+{
+    if (mca_osc_gpuic_component.thread_multiple) {
+        __atomic_fetch_add(issued, 1, __ATOMIC_ACQ_REL);
+    } else {
+        __atomic_store_n(issued, __atomic_load_n(issued, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* A full memory barrier: this process's stores are globally visible before its later loads.
+ * On x86-64 a locked instruction on the stack is one for ordinary (write-back) memory, at about
+ * half mfence's cost; direct copies go only to such memory (device memory is copied by the
+ * driver), and the C library fences its own non-temporal stores. */
+static inline void ompi_osc_gpuic_full_barrier(void)
+{
+#if defined(__x86_64__)
+    __asm__ __volatile__("lock; addl $0, -4(%%rsp)" ::: "memory", "cc");
+#else
+    opal_atomic_mb();
+#endif
+}
+
 /* One contiguous piece: through the mapping when there is one, else through UCX. */
 static int ompi_osc_gpuic_xfer(const ompi_osc_gpuic_xfer_arg_t *x, char *local, size_t len,
                                uint64_t raddr)
@@ -116,8 +140,8 @@ static int ompi_osc_gpuic_xfer(const ompi_osc_gpuic_xfer_arg_t *x, char *local, 
     }
     /* Counted after issue: a flush that sees the count was issued after the operation, so it
      * covers it (counting first would let another thread's flush claim it too early). */
-    __atomic_fetch_add(&peer->ucx_issued, 1, __ATOMIC_ACQ_REL);
-    __atomic_fetch_add(&x->module->ucx_issued, 1, __ATOMIC_ACQ_REL);
+    ompi_osc_gpuic_issued_add(&peer->ucx_issued);
+    ompi_osc_gpuic_issued_add(&x->module->ucx_issued);
     return ompi_osc_gpuic_error(status);
 }
 
@@ -137,24 +161,14 @@ static void ompi_osc_gpuic_counter_raise(uint64_t *counter, uint64_t value)
     }
 }
 
-int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
+/* The UCX part of a peer flush, covering the first @p issued operations to the peer.  Kept out
+ * of line so that a flush with nothing to wait for sets up no frame for it. */
+static __attribute__((noinline)) int ompi_osc_gpuic_peer_flush_ucx(ompi_osc_gpuic_module_t *module,
+                                                                   int target, uint64_t issued)
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
-    uint64_t issued;
     gpuic_status_t status;
-    int rc;
 
-    /* What device code posted to the proxy is complete first. */
-    if (module->devq != NULL && (rc = ompi_osc_gpuic_devqueue_drain(module)) != OMPI_SUCCESS) {
-        return rc;
-    }
-    /* Direct stores are complete once they are globally visible. */
-    opal_atomic_mb();
-    issued = __atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE);
-    if (issued == __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
-        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.flushes_skipped, 1);
-        return OMPI_SUCCESS;
-    }
     status = gpuic_ep_flush(peer->ep);
     if (status == GPUIC_OK) {
         ompi_osc_gpuic_counter_raise(&peer->ucx_flushed, issued);
@@ -165,6 +179,26 @@ int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
                   target, module->id, gpuic_context_timeout(mca_osc_gpuic_component.ctx));
     }
     return ompi_osc_gpuic_error(status);
+}
+
+int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
+{
+    ompi_osc_gpuic_peer_t *peer = &module->peers[target];
+    uint64_t issued;
+    int rc;
+
+    /* What device code posted to the proxy is complete first. */
+    if (module->devq != NULL && (rc = ompi_osc_gpuic_devqueue_drain(module)) != OMPI_SUCCESS) {
+        return rc;
+    }
+    /* Direct stores are complete once they are globally visible. */
+    ompi_osc_gpuic_full_barrier();
+    issued = __atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE);
+    if (issued == __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.flushes_skipped, 1);
+        return OMPI_SUCCESS;
+    }
+    return ompi_osc_gpuic_peer_flush_ucx(module, target, issued);
 }
 
 int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target)
@@ -186,21 +220,21 @@ int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target)
 int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
 {
     int n = ompi_comm_size(module->comm), i, rc;
-    uint64_t issued, *peer_issued;
+    uint64_t issued, *peer_issued, small[64];
     gpuic_status_t status;
 
     /* What device code posted to the proxy is complete first. */
     if (module->devq != NULL && (rc = ompi_osc_gpuic_devqueue_drain(module)) != OMPI_SUCCESS) {
         return rc;
     }
-    opal_atomic_mb();
+    ompi_osc_gpuic_full_barrier();
     issued = __atomic_load_n(&module->ucx_issued, __ATOMIC_ACQUIRE);
     if (issued == __atomic_load_n(&module->ucx_flushed, __ATOMIC_ACQUIRE)) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.flushes_skipped, 1);
         return OMPI_SUCCESS;
     }
     /* What each peer had issued before the flush is what the flush covers. */
-    peer_issued = malloc(sizeof(uint64_t) * n);
+    peer_issued = n <= 64 ? small : malloc(sizeof(uint64_t) * n);
     for (i = 0; peer_issued != NULL && i < n; ++i) {
         peer_issued[i] = __atomic_load_n(&module->peers[i].ucx_issued, __ATOMIC_ACQUIRE);
     }
@@ -211,8 +245,74 @@ int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
             ompi_osc_gpuic_counter_raise(&module->peers[i].ucx_flushed, peer_issued[i]);
         }
     }
-    free(peer_issued);
+    if (peer_issued != small) {
+        free(peer_issued);
+    }
     return ompi_osc_gpuic_error(status);
+}
+
+/*
+ * The common case in a handful of loads: the same predefined gap-free type and count on both
+ * sides, a window of fixed layout in a fence or lock_all epoch, host memory only, and a range
+ * that lies inside the target's window.  Returns false, having done nothing, whenever any of
+ * that does not hold: the general path then decides, reports errors and counts them.
+ */
+static inline bool ompi_osc_gpuic_rma_fast(ompi_osc_gpuic_module_t *module, bool is_put,
+                                           void *origin, int count, struct ompi_datatype_t *dt,
+                                           int target, ptrdiff_t tdisp,
+                                           struct ompi_datatype_t *tdt, int tcount, int *rc_p)
+{
+    const uint32_t want = OMPI_DATATYPE_FLAG_PREDEFINED | OPAL_DATATYPE_FLAG_NO_GAPS;
+    ompi_osc_gpuic_epoch_t epoch = module->epoch;
+    ompi_osc_gpuic_peer_t *peer;
+    uint64_t offset;
+    size_t len;
+
+    if (dt != tdt || count != tcount || count <= 0 || (dt->super.flags & want) != want ||
+        dt->super.true_lb != 0 || dt->super.size == 0 ||
+        (epoch != OMPI_OSC_GPUIC_EPOCH_LOCK_ALL && epoch != OMPI_OSC_GPUIC_EPOCH_FENCE) ||
+        module->flavor == MPI_WIN_FLAVOR_DYNAMIC || tdisp < 0) {
+        return false;
+    }
+    peer = &module->peers[target];
+    len = dt->super.size * (size_t)count; /* an int count of a predefined type: no overflow */
+    /* overflow-safe: offset = tdisp * disp_unit and offset + len <= size */
+    if (peer->win.gpu || __builtin_mul_overflow((uint64_t)tdisp, (uint64_t)peer->disp_unit,
+                                                &offset) ||
+        offset > peer->win.size || len > peer->win.size - offset) {
+        return false;
+    }
+    /* Only a process that uses CUDA can hold device buffers: it takes the general path. */
+    if (gpuic_cuda_available()) {
+        return false;
+    }
+    module->ops_since_fence++;
+    if (peer->win.direct != NULL) {
+        char *remote = (char *)peer->win.direct + offset;
+
+        if (len == sizeof(uint64_t)) {
+            /* the commonest size, copied inline rather than through the library call */
+            memcpy(is_put ? remote : origin, is_put ? origin : remote, sizeof(uint64_t));
+        } else if (is_put) {
+            memcpy(remote, origin, len);
+        } else {
+            memcpy(origin, remote, len);
+        }
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_direct, 1);
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_direct, len);
+        *rc_p = OMPI_SUCCESS;
+    } else {
+        ompi_osc_gpuic_xfer_arg_t x = {module, target, &peer->win, is_put, false};
+
+        *rc_p = ompi_osc_gpuic_xfer(&x, origin, len, peer->win.base + offset);
+        if (*rc_p != OMPI_SUCCESS) {
+            gpuic_log(GPUIC_LOG_ERROR, "%s to rank %d failed", is_put ? "put" : "get", target);
+            return true;
+        }
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_ucx, 1);
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_ucx, len);
+    }
+    return true;
 }
 
 /* Common body of put and get (and of their request-based forms). */
@@ -226,6 +326,10 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
     uint64_t raddr;
     int rc;
 
+    if (ompi_osc_gpuic_rma_fast(module, is_put, origin, ocount, odt, target, tdisp, tdt, tcount,
+                                &rc)) {
+        return rc;
+    }
     rc = ompi_osc_gpuic_begin_op(module, target);
     if (rc != OMPI_SUCCESS) {
         return rc;
