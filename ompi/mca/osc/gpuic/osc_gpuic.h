@@ -109,6 +109,9 @@ typedef struct ompi_osc_gpuic_peer {
     uint64_t     ucx_issued;
     uint64_t     ucx_flushed;
     gpuic_lcc_t  lcc;          /**< UCX operations to the peer not yet complete locally */
+    /** Same-node peer whose window is not mapped here: its process id, for put and get by
+     *  cross-memory copies (process_vm_writev/readv); 0 when UCX carries them. */
+    int          cma_pid;
     /* dynamic windows: the peer's attached regions as last read from its table */
     ompi_osc_gpuic_region_t *dyn;
     int          ndyn;
@@ -214,6 +217,8 @@ typedef struct ompi_osc_gpuic_counters {
     unsigned long long range_errors; /**< calls refused with MPI_ERR_RMA_RANGE */
     unsigned long long flushes_skipped; /**< flushes with no UCX operation to wait for */
     unsigned long long device_errors; /**< device-call errors reported at synchronization */
+    unsigned long long ops_cma;   /**< put/get/rput/rget calls served by cross-memory copies */
+    unsigned long long bytes_cma; /**< bytes those calls moved */
 } ompi_osc_gpuic_counters_t;
 
 /** Adds @p n to one of the component's counters (defined after the component). */
@@ -356,6 +361,19 @@ int ompi_osc_gpuic_rget(void *origin_addr, int origin_count, struct ompi_datatyp
                         int target, ptrdiff_t target_disp, int target_count,
                         struct ompi_datatype_t *target_dt, struct ompi_win_t *win,
                         struct ompi_request_t **request);
+/**
+ * What this process publishes at window creation for same-node cross-memory copies: its
+ * process id and the address and value of a word only it holds, so that a peer can check that
+ * the id names this process (and not another one in a different pid namespace).
+ */
+void ompi_osc_gpuic_cma_publish(uint32_t *pid_p, uint64_t *token_addr_p, uint64_t *token_p);
+/**
+ * Sets peers[rank].cma_pid when put and get to that peer can go by cross-memory copies: same
+ * node, direct paths allowed (osc_gpuic_direct), a host window of fixed layout that is not
+ * mapped here, and a probe read of the peer's published word that returns its value.
+ */
+void ompi_osc_gpuic_cma_peer_setup(ompi_osc_gpuic_module_t *module, int rank, uint32_t pid,
+                                   uint64_t token_addr, uint64_t token);
 /** MPI_ERR_RMA_SYNC unless the window is in an access epoch that covers @p target. */
 int ompi_osc_gpuic_check_access(ompi_osc_gpuic_module_t *module, int target);
 /** ompi_osc_gpuic_check_access(), and on success counts the operation for its fence epoch. */

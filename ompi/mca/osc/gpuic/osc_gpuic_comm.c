@@ -7,6 +7,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "mpi.h"
 #include "opal/sys/atomic.h"
@@ -54,7 +56,57 @@ typedef struct ompi_osc_gpuic_xfer_arg {
     ompi_osc_gpuic_region_t *region;
     bool                    is_put;
     bool                    local_dev; /* the origin buffer is device memory */
+    bool                    used_cma;  /* set when a piece went by cross-memory copy */
 } ompi_osc_gpuic_xfer_arg_t;
+
+/* A word only this process holds (its value is unlikely to sit at the same address in
+ * another), published with the process id for peers to probe. */
+static uint64_t ompi_osc_gpuic_cma_token;
+
+void ompi_osc_gpuic_cma_publish(uint32_t *pid_p, uint64_t *token_addr_p, uint64_t *token_p)
+{
+    uint64_t token = __atomic_load_n(&ompi_osc_gpuic_cma_token, __ATOMIC_ACQUIRE), none = 0;
+
+    if (token == 0) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        token = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+                (uint64_t)(uintptr_t)&ts;
+        token |= 1; /* never 0 */
+        if (!__atomic_compare_exchange_n(&ompi_osc_gpuic_cma_token, &none, token, false,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            token = none; /* another thread published first */
+        }
+    }
+    *pid_p = (uint32_t)getpid();
+    *token_addr_p = (uint64_t)(uintptr_t)&ompi_osc_gpuic_cma_token;
+    *token_p = token;
+}
+
+void ompi_osc_gpuic_cma_peer_setup(ompi_osc_gpuic_module_t *module, int rank, uint32_t pid,
+                                   uint64_t token_addr, uint64_t token)
+{
+    ompi_osc_gpuic_peer_t *peer = &module->peers[rank];
+    struct ompi_proc_t *proc = ompi_comm_peer_lookup(module->comm, rank);
+    uint64_t seen = 0;
+
+    peer->cma_pid = 0;
+    if (!mca_osc_gpuic_component.direct || pid == 0 || token == 0 || proc == NULL ||
+        !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags) ||
+        (module->flavor != MPI_WIN_FLAVOR_CREATE && module->flavor != MPI_WIN_FLAVOR_ALLOCATE) ||
+        peer->win.direct != NULL || peer->win.gpu || peer->win.size == 0) {
+        return;
+    }
+    /* The probe also tells whether the system lets this process reach the peer at all. */
+    if (gpuic_cma_copy((int)pid, &seen, token_addr, sizeof(seen), 0) == GPUIC_OK &&
+        seen == token) {
+        peer->cma_pid = (int)pid;
+    } else {
+        gpuic_log(GPUIC_LOG_DEBUG, "rank %d: window %d: no cross-memory copies to rank %d; "
+                  "UCX carries put and get", ompi_osc_gpuic_rank(module), module->id, rank);
+    }
+}
 
 /* A UCX transfer whose local side is device memory: UCX here may not read device memory, so
  * the piece goes through a host buffer, completed locally before returning. */
@@ -108,7 +160,7 @@ static inline void ompi_osc_gpuic_full_barrier(void)
 }
 
 /* One contiguous piece: through the mapping when there is one, else through UCX. */
-static int ompi_osc_gpuic_xfer(const ompi_osc_gpuic_xfer_arg_t *x, char *local, size_t len,
+static int ompi_osc_gpuic_xfer(ompi_osc_gpuic_xfer_arg_t *x, char *local, size_t len,
                                uint64_t raddr)
 {
     ompi_osc_gpuic_peer_t *peer = &x->module->peers[x->target];
@@ -130,6 +182,27 @@ static int ompi_osc_gpuic_xfer(const ompi_osc_gpuic_xfer_arg_t *x, char *local, 
             memcpy(local, remote, len);
         }
         return OMPI_SUCCESS;
+    }
+    if (!x->local_dev && !region->gpu && __atomic_load_n(&peer->cma_pid, __ATOMIC_RELAXED) > 0) {
+        int rc = OMPI_SUCCESS;
+
+        /* UCX operations issued to the peer before complete first, so that this copy lands
+         * after them (accumulate ordering; the flush is skipped when none are pending). */
+        if (__atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE) !=
+            __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
+            rc = ompi_osc_gpuic_peer_flush(x->module, x->target);
+        }
+        status = rc == OMPI_SUCCESS ? gpuic_cma_copy(peer->cma_pid, local, raddr, len, x->is_put)
+                                    : GPUIC_OK;
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+        if (status != GPUIC_ERR_UNSUPPORTED) {
+            x->used_cma = true;
+            return ompi_osc_gpuic_error(status);
+        }
+        /* The system refused (a changed ptrace policy): UCX from now on. */
+        __atomic_store_n(&peer->cma_pid, 0, __ATOMIC_RELAXED);
     }
     if (x->local_dev) {
         status = ompi_osc_gpuic_xfer_bounced(peer, region, x->is_put, local, len, raddr);
@@ -217,6 +290,74 @@ int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target)
     return ompi_osc_gpuic_error(status);
 }
 
+/* Endpoint flushes in flight for one flush_all: on the heap, since a flush that times out
+ * leaves the rest to UCX, whose callbacks still reach it (it is then never freed). */
+typedef struct ompi_osc_gpuic_flush_set {
+    int pending;
+    int status; /* the first failure, a gpuic_status_t */
+} ompi_osc_gpuic_flush_set_t;
+
+static void ompi_osc_gpuic_flush_set_done(void *arg, gpuic_status_t status)
+{
+    ompi_osc_gpuic_flush_set_t *set = arg;
+    int ok = GPUIC_OK;
+
+    if (status != GPUIC_OK) {
+        __atomic_compare_exchange_n(&set->status, &ok, (int)status, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+    }
+    __atomic_fetch_sub(&set->pending, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Flushes, all at once, the endpoints of the peers that were issued UCX operations since their
+ * last flush (@p peer_issued: the counts the flush covers).  Endpoint flushes rather than one
+ * worker flush: a worker flush was seen to return before large gets through UCX's shared-memory
+ * transports had delivered their data, and it waits for every endpoint of the context.
+ */
+static gpuic_status_t ompi_osc_gpuic_flush_peers(ompi_osc_gpuic_module_t *module,
+                                                 const uint64_t *peer_issued)
+{
+    int n = ompi_comm_size(module->comm), i;
+    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    ompi_osc_gpuic_flush_set_t *set = malloc(sizeof(*set));
+    gpuic_status_t status = GPUIC_OK;
+
+    if (set == NULL) {
+        return GPUIC_ERR_NO_MEMORY;
+    }
+    set->pending = 1; /* held until every flush is issued */
+    set->status = GPUIC_OK;
+    for (i = 0; i < n && status == GPUIC_OK; ++i) {
+        if (peer_issued[i] == __atomic_load_n(&module->peers[i].ucx_flushed, __ATOMIC_ACQUIRE)) {
+            continue;
+        }
+        __atomic_fetch_add(&set->pending, 1, __ATOMIC_RELAXED);
+        status = gpuic_ep_flush_nb(module->peers[i].ep, ompi_osc_gpuic_flush_set_done, set);
+        if (status != GPUIC_INPROGRESS) {
+            __atomic_fetch_sub(&set->pending, 1, __ATOMIC_RELAXED); /* done or failed now */
+        } else {
+            status = GPUIC_OK;
+        }
+    }
+    __atomic_fetch_sub(&set->pending, 1, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&set->pending, __ATOMIC_ACQUIRE) > 0) {
+        gpuic_status_t st = gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx));
+
+        if (st != GPUIC_OK) {
+            gpuic_log(GPUIC_LOG_ERROR, "flush_all of window %d not acknowledged within %.1f s "
+                      "(osc_gpuic_timeout); giving up", module->id, gpuic_context_timeout(ctx));
+            return st; /* set stays allocated: late callbacks still write to it */
+        }
+    }
+    if (status == GPUIC_OK) {
+        status = (gpuic_status_t)__atomic_load_n(&set->status, __ATOMIC_ACQUIRE);
+    }
+    free(set);
+    return status;
+}
+
 int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
 {
     int n = ompi_comm_size(module->comm), i, rc;
@@ -238,7 +379,8 @@ int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
     for (i = 0; peer_issued != NULL && i < n; ++i) {
         peer_issued[i] = __atomic_load_n(&module->peers[i].ucx_issued, __ATOMIC_ACQUIRE);
     }
-    status = gpuic_context_flush(mca_osc_gpuic_component.ctx);
+    status = peer_issued != NULL ? ompi_osc_gpuic_flush_peers(module, peer_issued)
+                                 : gpuic_context_flush(mca_osc_gpuic_component.ctx);
     if (status == GPUIC_OK) {
         ompi_osc_gpuic_counter_raise(&module->ucx_flushed, issued);
         for (i = 0; peer_issued != NULL && i < n; ++i) {
@@ -302,15 +444,20 @@ static inline bool ompi_osc_gpuic_rma_fast(ompi_osc_gpuic_module_t *module, bool
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_direct, len);
         *rc_p = OMPI_SUCCESS;
     } else {
-        ompi_osc_gpuic_xfer_arg_t x = {module, target, &peer->win, is_put, false};
+        ompi_osc_gpuic_xfer_arg_t x = {module, target, &peer->win, is_put, false, false};
 
         *rc_p = ompi_osc_gpuic_xfer(&x, origin, len, peer->win.base + offset);
         if (*rc_p != OMPI_SUCCESS) {
             gpuic_log(GPUIC_LOG_ERROR, "%s to rank %d failed", is_put ? "put" : "get", target);
             return true;
         }
-        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_ucx, 1);
-        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_ucx, len);
+        if (x.used_cma) {
+            ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_cma, 1);
+            ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_cma, len);
+        } else {
+            ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_ucx, 1);
+            ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_ucx, len);
+        }
     }
     return true;
 }
@@ -320,7 +467,7 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
                               int ocount, struct ompi_datatype_t *odt, int target,
                               ptrdiff_t tdisp, int tcount, struct ompi_datatype_t *tdt)
 {
-    ompi_osc_gpuic_xfer_arg_t x = {module, target, NULL, is_put, false};
+    ompi_osc_gpuic_xfer_arg_t x = {module, target, NULL, is_put, false, false};
     ptrdiff_t olo, ohi;
     size_t osize, tsize;
     uint64_t raddr;
@@ -365,10 +512,15 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
         gpuic_log(GPUIC_LOG_ERROR, "%s to rank %d failed", is_put ? "put" : "get", target);
         return rc;
     }
-    /* One region serves the whole call, so the call took one path. */
+    /* One region serves the whole call, so the call took one path (cross-memory copies: the
+     * first piece decides, a refusal by the system switches to UCX for good). */
     if (x.region->direct != NULL) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_direct, 1);
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_direct,
+                             tsize * (size_t)tcount);
+    } else if (x.used_cma) {
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_cma, 1);
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_cma,
                              tsize * (size_t)tcount);
     } else {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_ucx, 1);
@@ -383,7 +535,7 @@ int ompi_osc_gpuic_rma_layout(ompi_osc_gpuic_module_t *module, int target,
                               int bcount, struct ompi_datatype_t *bdt, uint64_t raddr,
                               int tcount, struct ompi_datatype_t *tdt)
 {
-    ompi_osc_gpuic_xfer_arg_t x = {module, target, region, is_put, false};
+    ompi_osc_gpuic_xfer_arg_t x = {module, target, region, is_put, false, false};
 
     return ompi_osc_gpuic_dt_walk(buf, bcount, bdt, (void *)(uintptr_t)raddr, tcount, tdt,
                                   ompi_osc_gpuic_xfer_block, &x);

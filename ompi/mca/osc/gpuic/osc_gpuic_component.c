@@ -77,6 +77,11 @@ static const struct {
     {"flushes_skipped", offsetof(ompi_osc_gpuic_counters_t, flushes_skipped),
      "Flushes (explicit, or inside unlock, fence, complete and accumulates) that found no UCX "
      "operation to wait for and made no UCX call"},
+    {"ops_cma", offsetof(ompi_osc_gpuic_counters_t, ops_cma),
+     "MPI_Put/Get/Rput/Rget calls to same-node peers whose window is not mapped, served by "
+     "cross-memory copies (process_vm_writev/readv)"},
+    {"bytes_cma", offsetof(ompi_osc_gpuic_counters_t, bytes_cma),
+     "Bytes moved by the calls counted in osc_gpuic_ops_cma"},
     {"device_errors", offsetof(ompi_osc_gpuic_counters_t, device_errors),
      "Errors of device-initiated calls, reported at the window's next synchronization"},
 };
