@@ -138,6 +138,7 @@ struct bench_options {
     char label[64];    /* component column; empty: taken from the window's name */
     bool ops_given;    /* --ops was on the command line */
     bool patterns[PAT_COUNT];
+    size_t psizes[9]; /* --psizes: sizes for every pattern instead of its own, 0-terminated */
     bool any_pattern;  /* --patterns selected some: the classic ops run only with --ops */
 };
 
@@ -1100,7 +1101,7 @@ static bool pat_size_selected(const struct bench *b, size_t size)
 static void pat_cell(struct bench *b, enum bench_pat id)
 {
     struct pat p = {.b = b, .id = id, .win = MPI_WIN_NULL};
-    const size_t *sizes = bench_patterns[id].sizes;
+    const size_t *sizes = b->opt.psizes[0] != 0 ? b->opt.psizes : bench_patterns[id].sizes;
     size_t total;
     int rc, ranks[1], epoch_rc = MPI_SUCCESS;
     MPI_Group world;
@@ -1194,7 +1195,7 @@ static void bench_usage(void)
             "  --patterns LIST comma-separated, or all: per-iteration p50/p99/max on any number\n"
             "                  of ranks (the ops above run only with --ops then):");
     for (int i = 0; i < PAT_COUNT; ++i) fprintf(stderr, " %s", bench_patterns[i].name);
-    fprintf(stderr, "\n");
+    fprintf(stderr, "\n  --psizes LIST   sizes for every pattern (up to 8), instead of its own\n");
 }
 
 static bool bench_parse_size(const char *text, size_t *size)
@@ -1249,6 +1250,17 @@ static bool bench_parse_option(struct bench_options *opt, const char *arg, const
     }
     if (strcmp(arg, "--sync") == 0) {
         return bench_parse_list(val, bench_sync_names, SYNC_COUNT, opt->syncs);
+    }
+    if (strcmp(arg, "--psizes") == 0) {
+        char copy[256], *save = NULL;
+        int n = 0;
+
+        snprintf(copy, sizeof(copy), "%s", val);
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            if (n == 8 || !bench_parse_size(tok, &opt->psizes[n++])) return false;
+        }
+        opt->psizes[n] = 0;
+        return n > 0;
     }
     if (strcmp(arg, "--min") == 0) return bench_parse_size(val, &opt->min_size);
     if (strcmp(arg, "--max") == 0) return bench_parse_size(val, &opt->max_size);

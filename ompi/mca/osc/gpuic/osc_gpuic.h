@@ -238,6 +238,7 @@ typedef struct ompi_osc_gpuic_component {
     int  device_queue_slots; /**< slots of a window's device queue */
     int  device_stage_bytes; /**< staging bytes per device-queue slot */
     int  device;            /**< device when gpuic picks one: -1 by node-local rank, N that one */
+    int  cma_min_bytes;     /**< smallest piece sent by cross-memory copy; -1: none */
 
     ompi_osc_gpuic_counters_t counters; /**< MPI_T performance variables */
 

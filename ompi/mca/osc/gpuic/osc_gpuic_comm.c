@@ -183,7 +183,9 @@ static int ompi_osc_gpuic_xfer(ompi_osc_gpuic_xfer_arg_t *x, char *local, size_t
         }
         return OMPI_SUCCESS;
     }
-    if (!x->local_dev && !region->gpu && __atomic_load_n(&peer->cma_pid, __ATOMIC_RELAXED) > 0) {
+    if (!x->local_dev && !region->gpu && __atomic_load_n(&peer->cma_pid, __ATOMIC_RELAXED) > 0 &&
+        mca_osc_gpuic_component.cma_min_bytes >= 0 &&
+        len >= (size_t)mca_osc_gpuic_component.cma_min_bytes) {
         int rc = OMPI_SUCCESS;
 
         /* UCX operations issued to the peer before complete first, so that this copy lands
