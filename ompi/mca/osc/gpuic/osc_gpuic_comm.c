@@ -572,6 +572,20 @@ int ompi_osc_gpuic_check_passive(ompi_osc_gpuic_module_t *module)
     return MPI_ERR_RMA_SYNC;
 }
 
+/* The request of an rput or rget to @p target: complete at once when no UCX operation went to
+ * the target during the call (@p issued: the count before it), since direct and cross-memory
+ * copies are done on return; else complete when the endpoint's flush is.  Another thread's UCX
+ * operation in the meantime only makes it take the flush. */
+static int ompi_osc_gpuic_request_for(struct ompi_win_t *win, ompi_osc_gpuic_module_t *module,
+                                      int target, uint64_t issued,
+                                      struct ompi_request_t **request)
+{
+    if (__atomic_load_n(&module->peers[target].ucx_issued, __ATOMIC_ACQUIRE) == issued) {
+        return ompi_osc_gpuic_request_completed(win, request);
+    }
+    return ompi_osc_gpuic_request_flush_ep(win, module->peers[target].ep, request);
+}
+
 int ompi_osc_gpuic_rput(const void *origin_addr, int origin_count,
                         struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
                         int target_count, struct ompi_datatype_t *target_dt,
@@ -579,13 +593,15 @@ int ompi_osc_gpuic_rput(const void *origin_addr, int origin_count,
 {
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
     int rc = ompi_osc_gpuic_check_passive(module);
+    uint64_t issued;
 
     if (rc == OMPI_SUCCESS) {
+        issued = __atomic_load_n(&module->peers[target].ucx_issued, __ATOMIC_ACQUIRE);
         rc = ompi_osc_gpuic_rma(module, true, (void *)origin_addr, origin_count, origin_dt,
                                 target, target_disp, target_count, target_dt);
     }
     if (rc == OMPI_SUCCESS) {
-        rc = ompi_osc_gpuic_request_flush_ep(win, module->peers[target].ep, request);
+        rc = ompi_osc_gpuic_request_for(win, module, target, issued, request);
     }
     return rc;
 }
@@ -597,13 +613,15 @@ int ompi_osc_gpuic_rget(void *origin_addr, int origin_count, struct ompi_datatyp
 {
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
     int rc = ompi_osc_gpuic_check_passive(module);
+    uint64_t issued;
 
     if (rc == OMPI_SUCCESS) {
+        issued = __atomic_load_n(&module->peers[target].ucx_issued, __ATOMIC_ACQUIRE);
         rc = ompi_osc_gpuic_rma(module, false, origin_addr, origin_count, origin_dt, target,
                                 target_disp, target_count, target_dt);
     }
     if (rc == OMPI_SUCCESS) {
-        rc = ompi_osc_gpuic_request_flush_ep(win, module->peers[target].ep, request);
+        rc = ompi_osc_gpuic_request_for(win, module, target, issued, request);
     }
     return rc;
 }
