@@ -217,7 +217,7 @@ def write_pattern_section(lines, prows, subject, peers):
 
         def rt(m):
             r = per_metric[m][3] if m in per_metric else None
-            return f"{r:.2f}" if r is not None else "-"
+            return f"{r:.3g}" if r is not None else "-"
         peer_cols = [f"{pattern_text(per_peer[p].get('p50_us'))} / "
                      f"{pattern_text(per_peer[p].get('p99_us'))}" for p in peers]
         lines.append(f"| {op} | {sync} | {size_text(size)} | {mine('p50_us')} | {mine('p99_us')} | "
@@ -247,7 +247,7 @@ def print_pattern_summary(prows, subject):
             if m in per_metric:
                 mine, peer, _, r = per_metric[m]
                 parts.append(f"{m.split('_')[0]} {pattern_text(mine)} "
-                             f"({'x' + format(r, '.2f') if r is not None else 'no peer'}"
+                             f"({'x' + format(r, '.3g') if r is not None else 'no peer'}"
                              f"{' vs ' + peer if peer else ''})")
         print(f"  {op:<16} {sync:<24} {size_text(size):>8}: " + ", ".join(parts))
 
