@@ -281,7 +281,7 @@ int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target)
     gpuic_status_t status;
 
     /* Direct copies completed in place; UCX operations are counted until local completion. */
-    opal_atomic_mb();
+    ompi_osc_gpuic_full_barrier();
     status = gpuic_lcc_wait(mca_osc_gpuic_component.ctx, &module->peers[target].lcc);
     if (status == GPUIC_ERR_TIMED_OUT) {
         gpuic_log(GPUIC_LOG_ERROR,
