@@ -14,6 +14,11 @@ import sys
 
 LATENCY = "latency_us"
 BANDWIDTH = "bandwidth_MBps"
+# Pattern rows (osc_bench --patterns): per-iteration percentiles, and a throughput for fop_rate.
+PATTERN_METRICS = ["p50_us", "p99_us", "max_us", "throughput_Mops"]
+PATTERN_ORDER = ["put_flush", "get_flush", "fop_flush", "acc_sum", "gacc_sum", "fop_rate",
+                 "pscw_round", "get_all", "get_nbr", "get_one_all", "put_all", "put_bidir",
+                 "lock_put_unlock"]
 
 # (label, op, sync, size, peer or None for the best peer)
 HEADLINES = [
@@ -55,8 +60,9 @@ class Cell:
 
 def read_results(path):
     """{(component, op, sync, size): Cell} (best of repeated rows), the components in first-seen
-    order, and the rows that belong to no size (runs that died before measuring anything)."""
-    cells, components, failures = {}, [], []
+    order, the rows that belong to no size (runs that died before measuring anything), and the
+    pattern rows {(component, op, sync, size, metric): Cell}."""
+    cells, components, failures, patterns = {}, [], [], {}
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
             comp = row["component"]
@@ -64,6 +70,14 @@ def read_results(path):
                 components.append(comp)
             if not row["size"].isdigit():
                 failures.append(row)
+                continue
+            if row["metric"] in PATTERN_METRICS:
+                key = (comp, row["op"], row["sync"], int(row["size"]), row["metric"])
+                cell = Cell(row["metric"], row["value"], row.get("note", ""))
+                old = patterns.get(key)
+                if old is None or (cell.value is not None and
+                                   (old.value is None or better(cell.metric, cell.value, old.value))):
+                    patterns[key] = cell
                 continue
             key = (comp, row["op"], row["sync"], int(row["size"]))
             cell = Cell(row["metric"], row["value"], row.get("note", ""))
@@ -73,11 +87,11 @@ def read_results(path):
             if old is None or (cell.value is not None and
                                (old.value is None or better(cell.metric, cell.value, old.value))):
                 cells[key] = cell
-    return cells, components, failures
+    return cells, components, failures, patterns
 
 
 def better(metric, a, b):
-    return a < b if metric == LATENCY else a > b
+    return a > b if metric in (BANDWIDTH, "throughput_Mops") else a < b
 
 
 def best_peer(cells, peers, op, sync, size):
@@ -152,7 +166,93 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def write_markdown(path, cells, subject, peers, failures, rows, command):
+def pattern_rows(patterns, subject, peers):
+    """[(op, sync, size, {metric: (mine, best peer, its Cell, ratio)}, {peer: {metric: Cell}})]
+    for every pattern cell the subject has, in PATTERN_ORDER."""
+    keys = sorted({k[1:4] for k in patterns if k[0] == subject},
+                  key=lambda k: (PATTERN_ORDER.index(k[0]) if k[0] in PATTERN_ORDER else 99,
+                                 k[1], k[2]))
+    out = []
+    for op, sync, size in keys:
+        per_metric, per_peer = {}, {p: {} for p in peers}
+        for metric in PATTERN_METRICS:
+            mine = patterns.get((subject, op, sync, size, metric))
+            if mine is None:
+                continue
+            best = (None, None)
+            for peer in peers:
+                cell = patterns.get((peer, op, sync, size, metric))
+                per_peer[peer][metric] = cell
+                if cell is None or cell.value is None:
+                    continue
+                if best[1] is None or better(metric, cell.value, best[1].value):
+                    best = (peer, cell)
+            per_metric[metric] = (mine, best[0], best[1], ratio(mine, best[1]))
+        out.append((op, sync, size, per_metric, per_peer))
+    return out
+
+
+def pattern_text(cell):
+    if cell is None:
+        return "-"
+    return cell.status() if cell.value is None else f"{cell.value:.3f}"
+
+
+def write_pattern_section(lines, prows, subject, peers):
+    if not prows:
+        return
+    lines += ["", "## Patterns: per-iteration p50 / p99 (us), ratio to the best peer", "",
+              "osc_bench --patterns; sync column: synchronization/window flavor/ranks.  Each "
+              "sample times a group of iterations (one when an iteration takes 2 us or more), "
+              "divided by the group; every origin rank's samples together.  p50 and p99 ratios "
+              "are each against the best peer for that percentile: below 1, " + subject +
+              " is faster.", "",
+              "| pattern | sync | size | " + subject + " p50 | " + subject + " p99 | " +
+              " | ".join(f"{p} p50 / p99" for p in peers) + " | ratio p50 | ratio p99 | " +
+              subject + " max |",
+              "|---|---|---:|---:|---:|" + "---:|" * len(peers) + "---:|---:|---:|"]
+    for op, sync, size, per_metric, per_peer in prows:
+        def mine(m):
+            return pattern_text(per_metric[m][0]) if m in per_metric else "-"
+
+        def rt(m):
+            r = per_metric[m][3] if m in per_metric else None
+            return f"{r:.3g}" if r is not None else "-"
+        peer_cols = [f"{pattern_text(per_peer[p].get('p50_us'))} / "
+                     f"{pattern_text(per_peer[p].get('p99_us'))}" for p in peers]
+        lines.append(f"| {op} | {sync} | {size_text(size)} | {mine('p50_us')} | {mine('p99_us')} | "
+                     + " | ".join(peer_cols) + f" | {rt('p50_us')} | {rt('p99_us')} | "
+                     f"{mine('max_us')} |")
+    rate = [r for r in prows if "throughput_Mops" in r[3]]
+    if rate:
+        lines += ["", "Throughput (million operations per second over all ranks; ratio above 1: "
+                  + subject + " is faster)", "",
+                  "| pattern | sync | " + subject + " | " + " | ".join(peers) + " | ratio |",
+                  "|---|---|---:|" + "---:|" * len(peers) + "---:|"]
+        for op, sync, size, per_metric, per_peer in rate:
+            r = per_metric["throughput_Mops"][3]
+            lines.append(f"| {op} | {sync} | {pattern_text(per_metric['throughput_Mops'][0])} | "
+                         + " | ".join(pattern_text(per_peer[p].get("throughput_Mops"))
+                                      for p in peers)
+                         + f" | {f'{r:.2f}' if r is not None else '-'} |")
+
+
+def print_pattern_summary(prows, subject):
+    if not prows:
+        return
+    print(f"Patterns ({subject} p50 and p99 per iteration, ratio to the best peer; < 1 is better):")
+    for op, sync, size, per_metric, _ in prows:
+        parts = []
+        for m in ("p50_us", "p99_us", "throughput_Mops"):
+            if m in per_metric:
+                mine, peer, _, r = per_metric[m]
+                parts.append(f"{m.split('_')[0]} {pattern_text(mine)} "
+                             f"({'x' + format(r, '.3g') if r is not None else 'no peer'}"
+                             f"{' vs ' + peer if peer else ''})")
+        print(f"  {op:<16} {sync:<24} {size_text(size):>8}: " + ", ".join(parts))
+
+
+def write_markdown(path, cells, subject, peers, failures, rows, command, prows=()):
     lines = [f"# osc_bench: {subject} vs Open MPI's osc components", ""]
     if command:
         lines += [f"Command: `{command}`", ""]
@@ -205,6 +305,8 @@ def write_markdown(path, cells, subject, peers, failures, rows, command):
             r = ratio(cells[key], theirs)
             lines.append(f"| {op} | {sync} | {size_text(size)} | " + " | ".join(values)
                          + f" | {peer or '-'} | {f'{r:.2f}' if r is not None else '-'} |")
+
+    write_pattern_section(lines, prows, subject, peers)
 
     # Peer cells that gpuic has no row for still deserve a mention when they failed.
     if failures:
@@ -273,15 +375,17 @@ def main(argv):
     csv_path, outdir = argv[1], argv[2]
     subject = argv[argv.index("--subject") + 1] if "--subject" in argv else "gpuic"
     command = os.environ.get("OSC_BENCH_COMMAND", "")
-    cells, components, failures = read_results(csv_path)
+    cells, components, failures, patterns = read_results(csv_path)
     if subject not in components:
         print(f"note: no {subject} rows in {csv_path}; ratios need them")
         return 0
     peers = [c for c in components if c != subject]
     rows = headline_rows(cells, subject, peers)
+    prows = pattern_rows(patterns, subject, peers)
     md = os.path.join(outdir, "ratios.md")
-    write_markdown(md, cells, subject, peers, failures, rows, command)
+    write_markdown(md, cells, subject, peers, failures, rows, command, prows)
     print_summary(rows, subject)
+    print_pattern_summary(prows, subject)
     crashed = sorted({(k[0], k[1], k[2]) for k, c in cells.items() if c.status() in ("crash", "timeout")})
     for comp, op, sync in crashed:
         print(f"  note: {comp} {op} {sync}: crashed or timed out (see results.csv)")

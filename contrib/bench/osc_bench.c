@@ -18,12 +18,22 @@
  *   mpirun -np 2 --mca osc NAME osc_bench [--ops LIST] [--sync LIST] [--min SIZE] [--max SIZE]
  *                                           [--iters N] [--window N] [--budget SECONDS]
  *                                           [--flavor allocate|create] [--label NAME] [--quick]
+ *                                           [--patterns LIST]
+ *
+ * --patterns runs communication patterns instead (and the operations above only when --ops is
+ * given too), on 2 or more ranks: put/get/fetch_and_op + flush, accumulates of up to 4 MiB,
+ * fetch_and_op throughput on one counter, PSCW rounds, and many-target gets and puts.  Their
+ * rows have metrics p50_us, p99_us, max_us (per iteration; a sample times a group of
+ * iterations lasting about 2 us, divided by the group) and, for fop_rate, throughput_Mops; the
+ * sync column reads SYNC/FLAVOR/npRANKS.  Each is checked on known data before and after the
+ * timing.
  */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 
@@ -65,6 +75,47 @@ static const struct bench_op bench_ops[] = {
 };
 #define BENCH_NUM_OPS (int)(sizeof(bench_ops) / sizeof(bench_ops[0]))
 
+/* Patterns: per-iteration timing (p50, p99, max) over any number of ranks, one window per
+ * pattern and flavor, one lock_all epoch (or PSCW rounds) for the whole measurement.  Every rank
+ * is an origin unless the pattern says otherwise; "right" is rank + 1, "left" rank - 1 (mod n). */
+enum bench_pat {
+    PAT_PUT_FLUSH,  /* put to right, flush(right) */
+    PAT_GET_FLUSH,  /* get from right, flush(right) */
+    PAT_FOP_FLUSH,  /* fetch_and_op MPI_SUM int64 on right, flush(right) */
+    PAT_ACC,        /* accumulate MPI_SUM MPI_DOUBLE to right, flush(right) */
+    PAT_GACC,       /* get_accumulate MPI_SUM MPI_DOUBLE on right, flush(right) */
+    PAT_FOP_RATE,   /* every rank: fetch_and_op on rank 0's word, flush(0); throughput too */
+    PAT_PSCW_ROUND, /* post(left)/start(right)/put/complete/wait */
+    PAT_GET_ALL,    /* get from every rank (itself too), flush_all */
+    PAT_GET_NBR,    /* get from left and right, flush_all */
+    PAT_GET_ONE_ALL, /* rank 0 alone gets from every rank, flush_all */
+    PAT_PUT_ALL,    /* put to every rank (itself too), flush_all */
+    PAT_PUT_BIDIR,  /* put to right while right puts here, flush(right) */
+    PAT_LOCK_PUT,   /* rank 0 alone: lock(exclusive, 1)/put/unlock */
+    PAT_COUNT
+};
+
+struct bench_pattern {
+    const char *name;
+    size_t sizes[5]; /* default sizes, 0-terminated */
+};
+
+static const struct bench_pattern bench_patterns[PAT_COUNT] = {
+    [PAT_PUT_FLUSH] = {"put_flush", {8}},
+    [PAT_GET_FLUSH] = {"get_flush", {8}},
+    [PAT_FOP_FLUSH] = {"fop_flush", {8}},
+    [PAT_ACC] = {"acc_sum", {8, 65536, 1 << 20, 4 << 20}},
+    [PAT_GACC] = {"gacc_sum", {8, 65536, 1 << 20, 4 << 20}},
+    [PAT_FOP_RATE] = {"fop_rate", {8}},
+    [PAT_PSCW_ROUND] = {"pscw_round", {8}},
+    [PAT_GET_ALL] = {"get_all", {8, 1 << 20}},
+    [PAT_GET_NBR] = {"get_nbr", {8, 1 << 20}},
+    [PAT_GET_ONE_ALL] = {"get_one_all", {8, 1 << 20}},
+    [PAT_PUT_ALL] = {"put_all", {8, 1 << 20}},
+    [PAT_PUT_BIDIR] = {"put_bidir", {8, 1 << 20}},
+    [PAT_LOCK_PUT] = {"lock_put_unlock", {8, 1 << 20}},
+};
+
 enum bench_sync {
     SYNC_FENCE,    /* MPI_Win_fence before and after each batch */
     SYNC_LOCK,     /* MPI_Win_lock(SHARED) / MPI_Win_unlock around each batch */
@@ -85,6 +136,10 @@ struct bench_options {
     bool quick;        /* fewer sizes and iterations */
     bool use_create;   /* MPI_Win_create on malloc'ed memory instead of MPI_Win_allocate */
     char label[64];    /* component column; empty: taken from the window's name */
+    bool ops_given;    /* --ops was on the command line */
+    bool patterns[PAT_COUNT];
+    size_t psizes[9]; /* --psizes: sizes for every pattern instead of its own, 0-terminated */
+    bool any_pattern;  /* --patterns selected some: the classic ops run only with --ops */
 };
 
 /* Which side of the communication this rank plays in one measurement. */
@@ -690,6 +745,434 @@ static void bench_cell(struct bench *b, const struct bench_op *op, enum bench_sy
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* Patterns: per-iteration p50/p99/max over any number of ranks                              */
+
+#define PAT_MIN_SAMPLES 20
+#define PAT_MAX_SAMPLES 20000 /* per rank */
+#define PAT_SAMPLE_US 2.0     /* a sample groups iterations until it lasts about this long */
+#define PAT_MAX_GROUP 256
+#define PAT_CALIBRATE_ITERS 8
+
+struct pat {
+    struct bench *b;
+    enum bench_pat id;
+    int n, rank, left, right;
+    bool origin;      /* this rank issues the pattern's operations */
+    size_t size;      /* bytes per transfer */
+    size_t slot;      /* bytes per origin in the window, the origin and the result buffers */
+    MPI_Win win;
+    unsigned char *base, *memory, *src, *dst;
+    MPI_Group left_group, right_group;
+    int seed;         /* added to the source rank in the byte patterns of one try */
+};
+
+static double pat_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* The sync column of a pattern's rows: its synchronization, the window flavor and the number
+ * of ranks, e.g. "lock_all/create/np2". */
+static const char *pat_sync(const struct pat *p)
+{
+    static char text[48];
+    const char *sync = p->id == PAT_PSCW_ROUND ? "pscw" : p->id == PAT_LOCK_PUT ? "lock" : "lock_all";
+
+    snprintf(text, sizeof(text), "%s/%s/np%d", sync, p->b->opt.use_create ? "create" : "allocate",
+             p->n);
+    return text;
+}
+
+static bool pat_uses_lock_all(enum bench_pat id)
+{
+    return id != PAT_PSCW_ROUND && id != PAT_LOCK_PUT;
+}
+
+/* One iteration of the pattern.  Returns the first error but never stops early: in a PSCW
+ * round the peers count on every post and complete. */
+static int pat_iter(struct pat *p)
+{
+    const MPI_Aint disp = (MPI_Aint)((size_t)p->rank * p->slot);
+    const int count = (int)p->size, dcount = (int)(p->size / sizeof(double));
+    int rc = MPI_SUCCESS;
+
+    if (!p->origin) return MPI_SUCCESS;
+    switch (p->id) {
+    case PAT_PUT_FLUSH:
+    case PAT_PUT_BIDIR:
+        bench_keep_first(&rc, MPI_Put(p->src, count, MPI_BYTE, p->right, disp, count, MPI_BYTE,
+                                      p->win));
+        bench_keep_first(&rc, MPI_Win_flush(p->right, p->win));
+        break;
+    case PAT_GET_FLUSH:
+        bench_keep_first(&rc, MPI_Get(p->dst, count, MPI_BYTE, p->right, disp, count, MPI_BYTE,
+                                      p->win));
+        bench_keep_first(&rc, MPI_Win_flush(p->right, p->win));
+        break;
+    case PAT_FOP_FLUSH:
+    case PAT_FOP_RATE: {
+        int t = p->id == PAT_FOP_RATE ? 0 : p->right;
+        bench_keep_first(&rc, MPI_Fetch_and_op(p->src, p->dst, MPI_INT64_T, t,
+                                               p->id == PAT_FOP_RATE ? 0 : disp, MPI_SUM, p->win));
+        bench_keep_first(&rc, MPI_Win_flush(t, p->win));
+        break;
+    }
+    case PAT_ACC:
+        bench_keep_first(&rc, MPI_Accumulate(p->src, dcount, MPI_DOUBLE, p->right, disp, dcount,
+                                             MPI_DOUBLE, MPI_SUM, p->win));
+        bench_keep_first(&rc, MPI_Win_flush(p->right, p->win));
+        break;
+    case PAT_GACC:
+        bench_keep_first(&rc, MPI_Get_accumulate(p->src, dcount, MPI_DOUBLE, p->dst, dcount,
+                                                 MPI_DOUBLE, p->right, disp, dcount, MPI_DOUBLE,
+                                                 MPI_SUM, p->win));
+        bench_keep_first(&rc, MPI_Win_flush(p->right, p->win));
+        break;
+    case PAT_PSCW_ROUND:
+        bench_keep_first(&rc, MPI_Win_post(p->left_group, 0, p->win));
+        bench_keep_first(&rc, MPI_Win_start(p->right_group, 0, p->win));
+        bench_keep_first(&rc, MPI_Put(p->src, count, MPI_BYTE, p->right, disp, count, MPI_BYTE,
+                                      p->win));
+        bench_keep_first(&rc, MPI_Win_complete(p->win));
+        bench_keep_first(&rc, MPI_Win_wait(p->win));
+        break;
+    case PAT_GET_ALL:
+    case PAT_GET_ONE_ALL:
+        for (int t = 0; t < p->n; ++t) {
+            bench_keep_first(&rc, MPI_Get(p->dst + (size_t)t * p->slot, count, MPI_BYTE, t, disp,
+                                          count, MPI_BYTE, p->win));
+        }
+        bench_keep_first(&rc, MPI_Win_flush_all(p->win));
+        break;
+    case PAT_GET_NBR:
+        bench_keep_first(&rc, MPI_Get(p->dst, count, MPI_BYTE, p->right, disp, count, MPI_BYTE,
+                                      p->win));
+        bench_keep_first(&rc, MPI_Get(p->dst + p->slot, count, MPI_BYTE, p->left, disp, count,
+                                      MPI_BYTE, p->win));
+        bench_keep_first(&rc, MPI_Win_flush_all(p->win));
+        break;
+    case PAT_PUT_ALL:
+        for (int t = 0; t < p->n; ++t) {
+            bench_keep_first(&rc, MPI_Put(p->src, count, MPI_BYTE, t, disp, count, MPI_BYTE,
+                                          p->win));
+        }
+        bench_keep_first(&rc, MPI_Win_flush_all(p->win));
+        break;
+    case PAT_LOCK_PUT:
+        bench_keep_first(&rc, MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, p->win));
+        bench_keep_first(&rc, MPI_Put(p->src, count, MPI_BYTE, 1, disp, count, MPI_BYTE, p->win));
+        bench_keep_first(&rc, MPI_Win_unlock(1, p->win));
+        break;
+    default:
+        rc = MPI_ERR_ARG;
+    }
+    return rc;
+}
+
+/* Known data before the try: every window slot and the origin buffer hold this rank's byte
+ * pattern; accumulates start from 1.0 (operand 2.0), fetch_and_op from 5 (operand 3). */
+static void pat_prepare(struct pat *p)
+{
+    size_t total = (size_t)p->n * p->slot;
+    double one = 1.0, two = 2.0;
+    int64_t five = 5, three = 3;
+
+    memset(p->dst, 0, total);
+    for (int s = 0; s < p->n; ++s) {
+        bench_fill(p->base + (size_t)s * p->slot, p->size, p->rank + p->seed);
+    }
+    bench_fill(p->src, p->size, p->rank + p->seed);
+    if (p->id == PAT_ACC || p->id == PAT_GACC) {
+        for (size_t i = 0; i + sizeof(double) <= p->size; i += sizeof(double)) {
+            memcpy(p->src + i, &two, sizeof(two));
+            for (int s = 0; s < p->n; ++s) memcpy(p->base + (size_t)s * p->slot + i, &one, sizeof(one));
+        }
+    } else if (p->id == PAT_FOP_FLUSH || p->id == PAT_FOP_RATE) {
+        memcpy(p->src, &three, sizeof(three));
+        for (int s = 0; s < p->n; ++s) memcpy(p->base + (size_t)s * p->slot, &five, sizeof(five));
+    }
+}
+
+static bool pat_doubles_are(const unsigned char *buf, size_t size, double v)
+{
+    for (size_t i = 0; i + sizeof(double) <= size; i += sizeof(double)) {
+        double d;
+        memcpy(&d, buf + i, sizeof(d));
+        if (d != v) return false;
+    }
+    return true;
+}
+
+/* Whether this rank sees what one iteration from the prepared data should have left. */
+static bool pat_check(const struct pat *p)
+{
+    const unsigned char *from_left = p->base + (size_t)p->left * p->slot;
+    int64_t word, result;
+    bool ok = true;
+
+    memcpy(&word, p->id == PAT_FOP_RATE ? p->base : from_left, sizeof(word));
+    memcpy(&result, p->dst, sizeof(result));
+    switch (p->id) {
+    case PAT_PUT_FLUSH:
+    case PAT_PUT_BIDIR:
+    case PAT_PSCW_ROUND:
+        return bench_matches(from_left, p->size, p->left + p->seed);
+    case PAT_PUT_ALL:
+        for (int o = 0; o < p->n; ++o) ok = ok && bench_matches(p->base + (size_t)o * p->slot,
+                                                                  p->size, o + p->seed);
+        return ok;
+    case PAT_LOCK_PUT:
+        return p->rank != 1 || bench_matches(p->base, p->size, p->seed);
+    case PAT_GET_FLUSH:
+        return bench_matches(p->dst, p->size, p->right + p->seed);
+    case PAT_GET_NBR:
+        return bench_matches(p->dst, p->size, p->right + p->seed) &&
+               bench_matches(p->dst + p->slot, p->size, p->left + p->seed);
+    case PAT_GET_ALL:
+    case PAT_GET_ONE_ALL:
+        for (int t = 0; p->origin && t < p->n; ++t) {
+            ok = ok && bench_matches(p->dst + (size_t)t * p->slot, p->size, t + p->seed);
+        }
+        return ok;
+    case PAT_ACC:
+        return pat_doubles_are(from_left, p->size, 3.0);
+    case PAT_GACC:
+        return pat_doubles_are(from_left, p->size, 3.0) && pat_doubles_are(p->dst, p->size, 1.0);
+    case PAT_FOP_FLUSH:
+        return word == 8 && result == 5;
+    case PAT_FOP_RATE:
+        return (p->rank != 0 || word == 5 + 3 * (int64_t)p->n) && result >= 5 &&
+               result < 5 + 3 * (int64_t)p->n && (result - 5) % 3 == 0;
+    default:
+        return false;
+    }
+}
+
+static void pat_emit(const struct pat *p, const char *metric, double value, const char *note)
+{
+    if (p->rank != 0) return;
+    if (note != NULL) {
+        printf("%s,%s,%s,%zu,%s,NA,%s\n", bench_component(p->b), bench_patterns[p->id].name,
+               pat_sync(p), p->size, metric, note);
+    } else {
+        printf("%s,%s,%s,%zu,%s,%.3f,\n", bench_component(p->b), bench_patterns[p->id].name,
+               pat_sync(p), p->size, metric, value);
+    }
+    fflush(stdout);
+}
+
+static void pat_emit_na(const struct pat *p, const char *note)
+{
+    pat_emit(p, "p50_us", 0, note);
+    pat_emit(p, "p99_us", 0, note);
+    pat_emit(p, "max_us", 0, note);
+    if (p->id == PAT_FOP_RATE) pat_emit(p, "throughput_Mops", 0, note);
+}
+
+static int pat_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The MPI error class of @p rc on any rank (largest wins), MPI_SUCCESS when none failed. */
+static int pat_agree_error(int rc)
+{
+    int cls = MPI_SUCCESS;
+
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    MPI_Allreduce(MPI_IN_PLACE, &cls, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return cls;
+}
+
+/* One iteration on fresh data (patterns offset by @p seed), checked on every rank.  Returns
+ * the agreed error class; *ok_p tells whether every rank saw the right data. */
+static int pat_try(struct pat *p, int seed, bool *ok_p)
+{
+    int rc, cls, ok;
+
+    p->seed = seed;
+    pat_prepare(p);
+    MPI_Barrier(MPI_COMM_WORLD);
+    rc = pat_iter(p);
+    MPI_Barrier(MPI_COMM_WORLD);
+    ok = rc == MPI_SUCCESS && pat_check(p);
+    cls = pat_agree_error(rc);
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    *ok_p = ok != 0;
+    return cls;
+}
+
+/* Times the pattern at one size: samples of `group` iterations each, every origin's samples
+ * gathered at rank 0.  A second try after the timing, on other data, catches a component
+ * whose completion runs ahead of the data once it is warm. */
+static void pat_measure(struct pat *p)
+{
+    double per, t0, loop_us, slowest = 0, *mine, *all = NULL;
+    long group, samples, ops = 0, total_ops = 0;
+    int rc = MPI_SUCCESS, cls, count = 0, *counts = NULL, *displs = NULL, total = 0;
+    bool ok;
+    char note[96];
+
+    cls = pat_try(p, 0, &ok);
+    if (cls != MPI_SUCCESS) {
+        bench_error_note(cls, note, sizeof(note));
+        pat_emit_na(p, note);
+        return;
+    }
+    if (!ok) {
+        pat_emit_na(p, "wrong_result");
+        return;
+    }
+
+    /* calibration: every rank runs the same number of iterations (PSCW needs it) */
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = pat_now_us();
+    for (int i = 0; i < PAT_CALIBRATE_ITERS; ++i) bench_keep_first(&rc, pat_iter(p));
+    per = (pat_now_us() - t0) / PAT_CALIBRATE_ITERS;
+    MPI_Allreduce(MPI_IN_PLACE, &per, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    group = per >= PAT_SAMPLE_US ? 1 : (long)(PAT_SAMPLE_US / (per > 0.001 ? per : 0.001)) + 1;
+    if (group > PAT_MAX_GROUP) group = PAT_MAX_GROUP;
+    samples = (long)(p->b->opt.budget_s * 1e6 / ((double)group * (per > 0.001 ? per : 0.001)));
+    if (samples < PAT_MIN_SAMPLES) samples = PAT_MIN_SAMPLES;
+    if (samples > PAT_MAX_SAMPLES) samples = PAT_MAX_SAMPLES;
+
+    mine = malloc(sizeof(double) * (size_t)samples);
+    if (mine == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = pat_now_us();
+    for (long s = 0; s < samples; ++s) {
+        double s0 = pat_now_us();
+        for (long i = 0; i < group; ++i) bench_keep_first(&rc, pat_iter(p));
+        if (p->origin) mine[count++] = (pat_now_us() - s0) / (double)group;
+    }
+    loop_us = p->origin ? pat_now_us() - t0 : 0;
+    ops = p->origin ? samples * group : 0;
+
+    cls = pat_agree_error(rc);
+    MPI_Reduce(&loop_us, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&ops, &total_ops, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (p->rank == 0) {
+        counts = malloc(sizeof(int) * (size_t)p->n);
+        displs = malloc(sizeof(int) * (size_t)p->n);
+        if (counts == NULL || displs == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Gather(&count, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (p->rank == 0) {
+        for (int r = 0; r < p->n; ++r) {
+            displs[r] = total;
+            total += counts[r];
+        }
+        all = malloc(sizeof(double) * (size_t)(total > 0 ? total : 1));
+        if (all == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Gatherv(mine, count, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (cls == MPI_SUCCESS) {
+        cls = pat_try(p, 1 + (int)(samples % 97), &ok);
+    }
+    if (cls != MPI_SUCCESS) {
+        bench_error_note(cls, note, sizeof(note));
+        pat_emit_na(p, note);
+    } else if (!ok) {
+        pat_emit_na(p, "wrong_result (after timing)");
+    } else if (p->rank == 0) {
+        qsort(all, (size_t)total, sizeof(double), pat_cmp_double);
+        pat_emit(p, "p50_us", all[(total - 1) / 2], NULL);
+        pat_emit(p, "p99_us", all[(size_t)((double)total * 0.99 + 0.999999) - 1], NULL);
+        pat_emit(p, "max_us", all[total - 1], NULL);
+        if (p->id == PAT_FOP_RATE) pat_emit(p, "throughput_Mops", (double)total_ops / slowest, NULL);
+    }
+    free(mine);
+    free(all);
+    free(counts);
+    free(displs);
+}
+
+static bool pat_size_selected(const struct bench *b, size_t size)
+{
+    if (size < b->opt.min_size || size > b->opt.max_size) return false;
+    return !b->opt.quick || size <= (1u << 20);
+}
+
+/* One pattern: a window of n slots of its largest size, then every selected size. */
+static void pat_cell(struct bench *b, enum bench_pat id)
+{
+    struct pat p = {.b = b, .id = id, .win = MPI_WIN_NULL};
+    const size_t *sizes = b->opt.psizes[0] != 0 ? b->opt.psizes : bench_patterns[id].sizes;
+    size_t total;
+    int rc, ranks[1], epoch_rc = MPI_SUCCESS;
+    MPI_Group world;
+    char broken[96] = "";
+
+    MPI_Comm_size(MPI_COMM_WORLD, &p.n);
+    p.rank = b->rank;
+    p.right = (p.rank + 1) % p.n;
+    p.left = (p.rank + p.n - 1) % p.n;
+    p.origin = (id != PAT_GET_ONE_ALL && id != PAT_LOCK_PUT) || p.rank == 0;
+    p.slot = 64;
+    for (int i = 0; sizes[i] != 0; ++i) {
+        if (pat_size_selected(b, sizes[i]) && sizes[i] > p.slot) p.slot = sizes[i];
+    }
+    total = (size_t)p.n * p.slot;
+    p.src = calloc(1, total);
+    p.dst = calloc(1, total);
+    if (p.src == NULL || p.dst == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    ranks[0] = p.left;
+    MPI_Group_incl(world, 1, ranks, &p.left_group);
+    ranks[0] = p.right;
+    MPI_Group_incl(world, 1, ranks, &p.right_group);
+    MPI_Group_free(&world);
+
+    if (b->opt.use_create) {
+        p.memory = calloc(1, total);
+        if (p.memory == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
+        p.base = p.memory;
+        rc = MPI_Win_create(p.base, (MPI_Aint)total, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &p.win);
+    } else {
+        rc = MPI_Win_allocate((MPI_Aint)total, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &p.base, &p.win);
+    }
+    if (rc == MPI_SUCCESS) {
+        MPI_Win_set_errhandler(p.win, MPI_ERRORS_RETURN);
+        b->win = p.win;
+        bench_name_component(b);
+        if (pat_uses_lock_all(id) && p.origin) epoch_rc = MPI_Win_lock_all(0, p.win);
+    }
+    rc = pat_agree_error(rc != MPI_SUCCESS ? rc : epoch_rc);
+    if (rc != MPI_SUCCESS) bench_error_note(rc, broken, sizeof(broken));
+
+    for (int i = 0; sizes[i] != 0; ++i) {
+        if (!pat_size_selected(b, sizes[i])) continue;
+        p.size = sizes[i];
+        if (b->rank == 0) {
+            printf("# begin %s %s %zu\n", bench_patterns[id].name, pat_sync(&p), p.size);
+        }
+        if (broken[0] != '\0') {
+            pat_emit_na(&p, broken);
+        } else {
+            pat_measure(&p);
+        }
+        if (b->rank == 0) printf("# end %s %s %zu\n", bench_patterns[id].name, pat_sync(&p), p.size);
+        fflush(stdout);
+    }
+
+    if (p.win != MPI_WIN_NULL) {
+        if (pat_uses_lock_all(id) && p.origin && epoch_rc == MPI_SUCCESS) MPI_Win_unlock_all(p.win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Win_free(&p.win);
+    }
+    b->win = MPI_WIN_NULL;
+    MPI_Group_free(&p.left_group);
+    MPI_Group_free(&p.right_group);
+    free(p.memory);
+    free(p.src);
+    free(p.dst);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Options                                                                                    */
 
 static void bench_usage(void)
@@ -708,7 +1191,11 @@ static void bench_usage(void)
             "  --budget S      seconds of timing per measurement, roughly (default 0.1)\n"
             "  --flavor F      allocate (default) or create\n"
             "  --label NAME    component column (default: from the window's name)\n"
-            "  --quick         sizes 8, 1K, 64K, 1M only, --budget 0.02\n");
+            "  --quick         sizes 8, 1K, 64K, 1M only, --budget 0.02\n"
+            "  --patterns LIST comma-separated, or all: per-iteration p50/p99/max on any number\n"
+            "                  of ranks (the ops above run only with --ops then):");
+    for (int i = 0; i < PAT_COUNT; ++i) fprintf(stderr, " %s", bench_patterns[i].name);
+    fprintf(stderr, "\n  --psizes LIST   sizes for every pattern (up to 8), instead of its own\n");
 }
 
 static bool bench_parse_size(const char *text, size_t *size)
@@ -750,9 +1237,30 @@ static bool bench_parse_option(struct bench_options *opt, const char *arg, const
     const char *op_names[BENCH_NUM_OPS];
 
     for (int i = 0; i < BENCH_NUM_OPS; ++i) op_names[i] = bench_ops[i].name;
-    if (strcmp(arg, "--ops") == 0) return bench_parse_list(val, op_names, BENCH_NUM_OPS, opt->ops);
+    const char *pat_names[PAT_COUNT];
+
+    for (int i = 0; i < PAT_COUNT; ++i) pat_names[i] = bench_patterns[i].name;
+    if (strcmp(arg, "--ops") == 0) {
+        opt->ops_given = true;
+        return bench_parse_list(val, op_names, BENCH_NUM_OPS, opt->ops);
+    }
+    if (strcmp(arg, "--patterns") == 0) {
+        opt->any_pattern = true;
+        return bench_parse_list(val, pat_names, PAT_COUNT, opt->patterns);
+    }
     if (strcmp(arg, "--sync") == 0) {
         return bench_parse_list(val, bench_sync_names, SYNC_COUNT, opt->syncs);
+    }
+    if (strcmp(arg, "--psizes") == 0) {
+        char copy[256], *save = NULL;
+        int n = 0;
+
+        snprintf(copy, sizeof(copy), "%s", val);
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            if (n == 8 || !bench_parse_size(tok, &opt->psizes[n++])) return false;
+        }
+        opt->psizes[n] = 0;
+        return n > 0;
     }
     if (strcmp(arg, "--min") == 0) return bench_parse_size(val, &opt->min_size);
     if (strcmp(arg, "--max") == 0) return bench_parse_size(val, &opt->max_size);
@@ -815,12 +1323,18 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     parsed = bench_parse(argc, argv, &b.opt);
-    if (!parsed || nranks != 2) {
-        if (b.rank == 0 && parsed) fprintf(stderr, "osc_bench: needs exactly 2 ranks\n");
+    if (parsed && b.opt.any_pattern && !b.opt.ops_given) {
+        for (int i = 0; i < BENCH_NUM_OPS; ++i) b.opt.ops[i] = false;
+    }
+    if (!parsed || nranks < 2 || (nranks != 2 && !(b.opt.any_pattern && !b.opt.ops_given))) {
+        if (b.rank == 0 && parsed) {
+            fprintf(stderr, "osc_bench: needs exactly 2 ranks (--patterns alone: 2 or more)\n");
+        }
         MPI_Finalize();
         return 2;
     }
-    b.peer = 1 - b.rank;
+    b.peer = b.rank ^ 1;
+    if (b.peer >= nranks) b.peer = b.rank; /* an odd rank count runs patterns only */
     ranks[0] = b.peer;
     MPI_Comm_group(MPI_COMM_WORLD, &world_group);
     MPI_Group_incl(world_group, 1, ranks, &b.peer_group);
@@ -839,6 +1353,9 @@ int main(int argc, char **argv)
         for (int s = 0; s < SYNC_COUNT; ++s) {
             if (b.opt.ops[i] && b.opt.syncs[s]) bench_cell(&b, &bench_ops[i], (enum bench_sync)s);
         }
+    }
+    for (int i = 0; i < PAT_COUNT; ++i) {
+        if (b.opt.patterns[i]) pat_cell(&b, (enum bench_pat)i);
     }
     if (b.rank == 0) printf("# done\n");
     fflush(stdout);

@@ -9,7 +9,11 @@
 #
 # Usage: contrib/bench/run-bench.sh [--quick] [--out DIR] [--components "gpuic ucx rdma pt2pt"]
 #                                   [--rounds N] [--timeout SECONDS] [--no-build]
-#                                   [-- osc_bench options...]
+#                                   [--patterns-only | --no-patterns] [-- osc_bench options...]
+#
+# After the two-rank operations come the patterns (osc_bench --patterns): per-iteration p50,
+# p99 and max on 2, 4 and 8 ranks, on MPI_Win_allocate and MPI_Win_create windows (the jobs
+# are listed at PATTERN_JOBS below).
 #
 # Each (component, operation) runs in its own mpirun, so a component that crashes loses only
 # the measurement it crashed in: the run is resumed after it and the lost cell is recorded as
@@ -23,7 +27,7 @@ invocation="contrib/bench/run-bench.sh"
 for arg in "$@"; do
     if [[ $arg =~ ^[A-Za-z0-9_./,=:+-]+$ ]]; then invocation+=" $arg"; else invocation+=" $(printf '%q' "$arg")"; fi
 done
-out="" quick="" do_build=1 run_timeout=180 rounds=1
+out="" quick="" do_build=1 run_timeout=180 rounds=1 do_ops=1 do_patterns=1
 components="gpuic ucx rdma pt2pt"
 bench_args=()
 while [ $# -gt 0 ]; do
@@ -34,8 +38,10 @@ while [ $# -gt 0 ]; do
     --timeout) run_timeout=$2; shift ;;
     --rounds) rounds=$2; shift ;;
     --no-build) do_build=0 ;;
+    --patterns-only) do_ops=0 ;;
+    --no-patterns) do_patterns=0 ;;
     --) shift; bench_args=("$@"); break ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "run-bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -178,13 +184,68 @@ start=$(date +%s)
 echo "osc_bench: components [$components], $rounds round(s), output $out"
 # Components take turns per operation, so that background load drifting over the run hits
 # them alike; with --rounds N every cell is measured N times and the report keeps the best.
-for ((round = 1; round <= rounds; ++round)); do
+for ((round = 1; round <= rounds && do_ops; ++round)); do
     for op in $ops; do
         t0=$(date +%s)
         for comp in $components; do
             run_op "$comp" "$op"
         done
         echo "  round $round $op: $(($(date +%s) - t0)) s"
+    done
+done
+
+# --- Patterns: several ranks, p50/p99/max per iteration -----------------------------------
+# "RANKS FLAVOR PATTERNS": 2 ranks for put/get + flush, accumulates, PSCW rounds and the
+# many-target patterns; 4 for the tail latency of put and fetch_and_op + flush; 8 for
+# fetch_and_op throughput on one counter.
+PATTERN_JOBS=(
+    "2 allocate put_flush,get_flush,acc_sum,gacc_sum,pscw_round,get_all,get_nbr,get_one_all,put_all,put_bidir,lock_put_unlock"
+    "2 create acc_sum,gacc_sum,get_all,get_nbr,get_one_all,put_all,put_bidir,lock_put_unlock,put_flush,get_flush"
+    "4 allocate put_flush,fop_flush"
+    "8 allocate fop_rate"
+    "8 create fop_rate"
+)
+
+# One job under one component; after a crash the pattern it died in is recorded and the job
+# goes on with the patterns after it.
+run_patterns() { # component ranks flavor patterns
+    local comp=$1 np=$2 flavor=$3 left=$4 log begun rc i=0 bind=$bind pat sync size rest p m
+    [ "$np" -gt "$(nproc)" ] && bind=none
+    while [ -n "$left" ]; do
+        log="$out/logs/$comp.patterns.np$np.$flavor.r$round.$i"
+        i=$((i + 1))
+        timeout -k 10 "$run_timeout" mpirun -np "$np" --oversubscribe --bind-to "$bind" \
+            --mca pml ob1 --mca btl self,vader --mca osc "$comp" "$bench" --label "$comp" \
+            --patterns "$left" --flavor "$flavor" $quick "${pass_args[@]}" \
+            </dev/null >"$log.out" 2>"$log.err"
+        rc=$?
+        grep -v '^#' "$log.out" | grep -E '^[^,]+(,[^,]*){6}$' >>"$csv"
+        begun=$(awk '$1 == "#" && $2 == "begin" { open = $3 " " $4 " " $5 }
+                     $1 == "#" && $2 == "end"   { open = "" }
+                     END { print open }' "$log.out")
+        [ -z "$begun" ] && { [ "$rc" -ne 0 ] && echo "  $comp patterns np$np $flavor: exit $rc (log $log.err)"; break; }
+        read -r pat sync size <<<"$begun"
+        for m in p50_us p99_us max_us; do
+            echo "$comp,$pat,$sync,$size,$m,NA,$(failure_note "$rc")" >>"$csv"
+        done
+        echo "  $comp $pat $sync $size: $(failure_note "$rc") (log $log.err)"
+        # osc_bench runs patterns in its own order: drop every one this run began
+        rest=""
+        for p in ${left//,/ }; do
+            grep -q "^# begin $p " "$log.out" || rest="$rest${rest:+,}$p"
+        done
+        left=$rest
+    done
+}
+
+for ((round = 1; round <= rounds && do_patterns; ++round)); do
+    for job in "${PATTERN_JOBS[@]}"; do
+        read -r np flavor pats <<<"$job"
+        t0=$(date +%s)
+        for comp in $components; do
+            run_patterns "$comp" "$np" "$flavor" "$pats"
+        done
+        echo "  round $round patterns np$np $flavor: $(($(date +%s) - t0)) s"
     done
 done
 echo "after: $(machine_load)" | tee -a "$out/README.txt"

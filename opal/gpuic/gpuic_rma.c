@@ -1,7 +1,14 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* process_vm_readv, process_vm_writev */
+#endif
 #include "gpuic_rma.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include "gpuic_log.h"
 #include "gpuic_ucx_internal.h"
@@ -239,4 +246,43 @@ gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint
         (void)pthread_setspecific(gpuic_rma_reply_key, NULL); /* abandoned, see above */
     }
     return status;
+}
+
+gpuic_status_t gpuic_cma_copy(int pid, void *local, uint64_t raddr, size_t len, int is_put)
+{
+    char *l = local;
+    ssize_t done;
+
+    /* The kernel may move less than asked (it stops at a page it cannot reach or after a
+     * large chunk): go on from where it stopped. */
+    while (len > 0) {
+        struct iovec liov = {l, len}, riov = {(void *)(uintptr_t)raddr, len};
+
+        done = is_put ? process_vm_writev(pid, &liov, 1, &riov, 1, 0)
+                      : process_vm_readv(pid, &liov, 1, &riov, 1, 0);
+        if (done <= 0) {
+            int err = done < 0 ? errno : EFAULT;
+
+            if (err == EINTR) {
+                continue;
+            }
+            switch (err) {
+            case EPERM:
+            case ENOSYS:
+                return GPUIC_ERR_UNSUPPORTED;
+            case ESRCH:
+                return GPUIC_ERR_PEER_FAILED;
+            case EFAULT:
+                return GPUIC_ERR_OUT_OF_RANGE;
+            default:
+                gpuic_log(GPUIC_LOG_DEBUG, "cross-memory copy with process %d: %s", pid,
+                          strerror(err));
+                return GPUIC_ERR_TRANSPORT;
+            }
+        }
+        l += done;
+        raddr += (uint64_t)done;
+        len -= (size_t)done;
+    }
+    return GPUIC_OK;
 }

@@ -109,6 +109,16 @@ gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint
                                       uint64_t compare, size_t size, uint64_t raddr,
                                       const gpuic_rkey_t *rkey, uint64_t *result_p);
 
+/**
+ * Copies @p len bytes between @p local in this process and address @p raddr in process @p pid
+ * on the same node (cross-memory attach, process_vm_writev/readv): into the peer when
+ * @p is_put, else out of it.  Complete at both ends on return; no UCX involved.
+ * GPUIC_ERR_UNSUPPORTED when the system refuses this process access to the peer (ptrace
+ * policy, no such call), GPUIC_ERR_PEER_FAILED when the peer is gone, GPUIC_ERR_OUT_OF_RANGE
+ * when an address is not mapped.
+ */
+gpuic_status_t gpuic_cma_copy(int pid, void *local, uint64_t raddr, size_t len, int is_put);
+
 #ifdef __cplusplus
 }
 #endif

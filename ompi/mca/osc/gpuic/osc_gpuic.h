@@ -134,6 +134,9 @@ typedef struct ompi_osc_gpuic_peer {
     uint64_t     ucx_issued;
     uint64_t     ucx_flushed;
     gpuic_lcc_t  lcc;          /**< UCX operations to the peer not yet complete locally */
+    /** Same-node peer whose window is not mapped here: its process id, for put and get by
+     *  cross-memory copies (process_vm_writev/readv); 0 when UCX carries them. */
+    int          cma_pid;
     /* dynamic windows: the peer's attached regions as last read from its table */
     ompi_osc_gpuic_region_t *dyn;
     int          ndyn;
@@ -238,8 +241,9 @@ typedef struct ompi_osc_gpuic_module {
 
 /**
  * Process-wide event counters, exported read-only as MPI_T performance variables
- * (osc_gpuic_<field>, registered in osc_gpuic_component.c).  Updated with relaxed atomic adds
- * only: they order nothing, and a counter is never worth a lock on the RMA path.
+ * (osc_gpuic_<field>, registered in osc_gpuic_component.c).  Updated by MPI calls only (never
+ * by the proxy thread), through ompi_osc_gpuic_count(): they order nothing, and a counter is
+ * never worth a lock on the RMA path.
  */
 typedef struct ompi_osc_gpuic_counters {
     unsigned long long ops_direct;   /**< put/get/rput/rget calls served through a mapping */
@@ -251,13 +255,12 @@ typedef struct ompi_osc_gpuic_counters {
     unsigned long long range_errors; /**< calls refused with MPI_ERR_RMA_RANGE */
     unsigned long long flushes_skipped; /**< flushes with no UCX operation to wait for */
     unsigned long long device_errors; /**< device-call errors reported at synchronization */
+    unsigned long long ops_cma;   /**< put/get/rput/rget calls served by cross-memory copies */
+    unsigned long long bytes_cma; /**< bytes those calls moved */
 } ompi_osc_gpuic_counters_t;
 
-/** Adds @p n to one of the component's counters. */
-static inline void ompi_osc_gpuic_count(unsigned long long *counter, unsigned long long n)
-{
-    __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
-}
+/** Adds @p n to one of the component's counters (defined after the component). */
+static inline void ompi_osc_gpuic_count(unsigned long long *counter, unsigned long long n);
 
 /** The component: one per process. */
 typedef struct ompi_osc_gpuic_component {
@@ -274,6 +277,7 @@ typedef struct ompi_osc_gpuic_component {
     int  device_stage_bytes; /**< staging bytes per device-queue slot */
     int  device;            /**< device when gpuic picks one: -1 by node-local rank, N that one */
     bool stream_pdl;        /**< stream kernels may use programmatic dependent launch */
+    int  cma_min_bytes;     /**< smallest piece sent by cross-memory copy; -1: none */
 
     ompi_osc_gpuic_counters_t counters; /**< MPI_T performance variables */
 
@@ -295,6 +299,19 @@ typedef struct ompi_osc_gpuic_component {
 } ompi_osc_gpuic_component_t;
 
 OMPI_MODULE_DECLSPEC extern ompi_osc_gpuic_component_t mca_osc_gpuic_component;
+
+/* Below MPI_THREAD_MULTIPLE no two threads update a counter at once, so a relaxed load and store
+ * (plain moves, no locked instruction) are exact, and a concurrent MPI_T read still sees a whole
+ * value.  Only MPI_THREAD_MULTIPLE pays for an atomic read-modify-write. */
+static inline void ompi_osc_gpuic_count(unsigned long long *counter, unsigned long long n)
+{
+    if (mca_osc_gpuic_component.thread_multiple) {
+        __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
+    } else {
+        __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n,
+                         __ATOMIC_RELAXED);
+    }
+}
 
 /* Component (osc_gpuic_component.c) */
 int ompi_osc_gpuic_context_get(gpuic_context_t **ctx_p);
@@ -408,6 +425,19 @@ int ompi_osc_gpuic_rget(void *origin_addr, int origin_count, struct ompi_datatyp
                         int target, ptrdiff_t target_disp, int target_count,
                         struct ompi_datatype_t *target_dt, struct ompi_win_t *win,
                         struct ompi_request_t **request);
+/**
+ * What this process publishes at window creation for same-node cross-memory copies: its
+ * process id and the address and value of a word only it holds, so that a peer can check that
+ * the id names this process (and not another one in a different pid namespace).
+ */
+void ompi_osc_gpuic_cma_publish(uint32_t *pid_p, uint64_t *token_addr_p, uint64_t *token_p);
+/**
+ * Sets peers[rank].cma_pid when put and get to that peer can go by cross-memory copies: same
+ * node, direct paths allowed (osc_gpuic_direct), a host window of fixed layout that is not
+ * mapped here, and a probe read of the peer's published word that returns its value.
+ */
+void ompi_osc_gpuic_cma_peer_setup(ompi_osc_gpuic_module_t *module, int rank, uint32_t pid,
+                                   uint64_t token_addr, uint64_t token);
 /** MPI_ERR_RMA_SYNC unless the window is in an access epoch that covers @p target. */
 int ompi_osc_gpuic_check_access(ompi_osc_gpuic_module_t *module, int target);
 /** ompi_osc_gpuic_check_access(), and on success counts the operation for its fence epoch. */
@@ -612,7 +642,11 @@ static inline ompi_osc_gpuic_module_t *ompi_osc_gpuic_module(struct ompi_win_t *
  */
 static inline int ompi_osc_gpuic_sync_result(ompi_osc_gpuic_module_t *module, int rc)
 {
-    return rc != OMPI_SUCCESS ? rc : ompi_osc_gpuic_device_error(module);
+    /* A window without a device error word has nothing to report (the common, host case). */
+    if (rc != OMPI_SUCCESS || module->dev_error == NULL) {
+        return rc;
+    }
+    return ompi_osc_gpuic_device_error(module);
 }
 
 /* Stream-triggered calls (osc_gpuic_stream.c) */

@@ -7,6 +7,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "mpi.h"
 #include "opal/sys/atomic.h"
@@ -54,7 +56,57 @@ typedef struct ompi_osc_gpuic_xfer_arg {
     ompi_osc_gpuic_region_t *region;
     bool                    is_put;
     bool                    local_dev; /* the origin buffer is device memory */
+    bool                    used_cma;  /* set when a piece went by cross-memory copy */
 } ompi_osc_gpuic_xfer_arg_t;
+
+/* A word only this process holds (its value is unlikely to sit at the same address in
+ * another), published with the process id for peers to probe. */
+static uint64_t ompi_osc_gpuic_cma_token;
+
+void ompi_osc_gpuic_cma_publish(uint32_t *pid_p, uint64_t *token_addr_p, uint64_t *token_p)
+{
+    uint64_t token = __atomic_load_n(&ompi_osc_gpuic_cma_token, __ATOMIC_ACQUIRE), none = 0;
+
+    if (token == 0) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        token = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+                (uint64_t)(uintptr_t)&ts;
+        token |= 1; /* never 0 */
+        if (!__atomic_compare_exchange_n(&ompi_osc_gpuic_cma_token, &none, token, false,
+                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            token = none; /* another thread published first */
+        }
+    }
+    *pid_p = (uint32_t)getpid();
+    *token_addr_p = (uint64_t)(uintptr_t)&ompi_osc_gpuic_cma_token;
+    *token_p = token;
+}
+
+void ompi_osc_gpuic_cma_peer_setup(ompi_osc_gpuic_module_t *module, int rank, uint32_t pid,
+                                   uint64_t token_addr, uint64_t token)
+{
+    ompi_osc_gpuic_peer_t *peer = &module->peers[rank];
+    struct ompi_proc_t *proc = ompi_comm_peer_lookup(module->comm, rank);
+    uint64_t seen = 0;
+
+    peer->cma_pid = 0;
+    if (!mca_osc_gpuic_component.direct || pid == 0 || token == 0 || proc == NULL ||
+        !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags) ||
+        (module->flavor != MPI_WIN_FLAVOR_CREATE && module->flavor != MPI_WIN_FLAVOR_ALLOCATE) ||
+        peer->win.direct != NULL || peer->win.gpu || peer->win.size == 0) {
+        return;
+    }
+    /* The probe also tells whether the system lets this process reach the peer at all. */
+    if (gpuic_cma_copy((int)pid, &seen, token_addr, sizeof(seen), 0) == GPUIC_OK &&
+        seen == token) {
+        peer->cma_pid = (int)pid;
+    } else {
+        gpuic_log(GPUIC_LOG_DEBUG, "rank %d: window %d: no cross-memory copies to rank %d; "
+                  "UCX carries put and get", ompi_osc_gpuic_rank(module), module->id, rank);
+    }
+}
 
 /* A UCX transfer whose local side is device memory: UCX here may not read device memory, so
  * the piece goes through a host buffer, completed locally before returning. */
@@ -83,11 +135,34 @@ static gpuic_status_t ompi_osc_gpuic_xfer_bounced(ompi_osc_gpuic_peer_t *peer,
     return status;
 }
 
-/* One contiguous piece inside @p region: through the mapping when there is one, else
- * through UCX. */
-static int ompi_osc_gpuic_xfer_one(const ompi_osc_gpuic_xfer_arg_t *x,
-                                   ompi_osc_gpuic_region_t *region, char *local, size_t len,
-                                   uint64_t raddr)
+/* Counts a UCX operation issued: an atomic read-modify-write only where another thread may
+ * count or flush at the same time (MPI_THREAD_MULTIPLE). */
+static inline void ompi_osc_gpuic_issued_add(uint64_t *issued)
+{
+    if (mca_osc_gpuic_component.thread_multiple) {
+        __atomic_fetch_add(issued, 1, __ATOMIC_ACQ_REL);
+    } else {
+        __atomic_store_n(issued, __atomic_load_n(issued, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* A full memory barrier: this process's stores are globally visible before its later loads.
+ * On x86-64 a locked instruction on the stack is one for ordinary (write-back) memory, at about
+ * half mfence's cost; direct copies go only to such memory (device memory is copied by the
+ * driver), and the C library fences its own non-temporal stores. */
+static inline void ompi_osc_gpuic_full_barrier(void)
+{
+#if defined(__x86_64__)
+    __asm__ __volatile__("lock; addl $0, -4(%%rsp)" ::: "memory", "cc");
+#else
+    opal_atomic_mb();
+#endif
+}
+
+/* One contiguous piece inside @p region: through the mapping when there is one, else by a
+ * cross-memory copy or through UCX. */
+static int ompi_osc_gpuic_xfer_one(ompi_osc_gpuic_xfer_arg_t *x, ompi_osc_gpuic_region_t *region,
+                                   char *local, size_t len, uint64_t raddr)
 {
     ompi_osc_gpuic_peer_t *peer = &x->module->peers[x->target];
     gpuic_status_t status;
@@ -108,6 +183,29 @@ static int ompi_osc_gpuic_xfer_one(const ompi_osc_gpuic_xfer_arg_t *x,
         }
         return OMPI_SUCCESS;
     }
+    if (!x->local_dev && !region->gpu && __atomic_load_n(&peer->cma_pid, __ATOMIC_RELAXED) > 0 &&
+        mca_osc_gpuic_component.cma_min_bytes >= 0 &&
+        len >= (size_t)mca_osc_gpuic_component.cma_min_bytes) {
+        int rc = OMPI_SUCCESS;
+
+        /* UCX operations issued to the peer before complete first, so that this copy lands
+         * after them (accumulate ordering; the flush is skipped when none are pending). */
+        if (__atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE) !=
+            __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
+            rc = ompi_osc_gpuic_peer_flush(x->module, x->target);
+        }
+        status = rc == OMPI_SUCCESS ? gpuic_cma_copy(peer->cma_pid, local, raddr, len, x->is_put)
+                                    : GPUIC_OK;
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+        if (status != GPUIC_ERR_UNSUPPORTED) {
+            x->used_cma = true;
+            return ompi_osc_gpuic_error(status);
+        }
+        /* The system refused (a changed ptrace policy): UCX from now on. */
+        __atomic_store_n(&peer->cma_pid, 0, __ATOMIC_RELAXED);
+    }
     if (x->local_dev) {
         status = ompi_osc_gpuic_xfer_bounced(peer, region, x->is_put, local, len, raddr);
     } else {
@@ -117,13 +215,13 @@ static int ompi_osc_gpuic_xfer_one(const ompi_osc_gpuic_xfer_arg_t *x,
     }
     /* Counted after issue: a flush that sees the count was issued after the operation, so it
      * covers it (counting first would let another thread's flush claim it too early). */
-    __atomic_fetch_add(&peer->ucx_issued, 1, __ATOMIC_ACQ_REL);
-    __atomic_fetch_add(&x->module->ucx_issued, 1, __ATOMIC_ACQ_REL);
+    ompi_osc_gpuic_issued_add(&peer->ucx_issued);
+    ompi_osc_gpuic_issued_add(&x->module->ucx_issued);
     return ompi_osc_gpuic_error(status);
 }
 
 /* One contiguous piece, split where it crosses from one attached region into the next. */
-static int ompi_osc_gpuic_xfer(const ompi_osc_gpuic_xfer_arg_t *x, char *local, size_t len,
+static int ompi_osc_gpuic_xfer(ompi_osc_gpuic_xfer_arg_t *x, char *local, size_t len,
                                uint64_t raddr)
 {
     ompi_osc_gpuic_region_t *piece = x->region;
@@ -166,24 +264,14 @@ static void ompi_osc_gpuic_counter_raise(uint64_t *counter, uint64_t value)
     }
 }
 
-int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
+/* The UCX part of a peer flush, covering the first @p issued operations to the peer.  Kept out
+ * of line so that a flush with nothing to wait for sets up no frame for it. */
+static __attribute__((noinline)) int ompi_osc_gpuic_peer_flush_ucx(ompi_osc_gpuic_module_t *module,
+                                                                   int target, uint64_t issued)
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
-    uint64_t issued;
     gpuic_status_t status;
-    int rc;
 
-    /* What device code posted to the proxy is complete first. */
-    if (module->devq != NULL && (rc = ompi_osc_gpuic_devqueue_drain(module)) != OMPI_SUCCESS) {
-        return rc;
-    }
-    /* Direct stores are complete once they are globally visible. */
-    opal_atomic_mb();
-    issued = __atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE);
-    if (issued == __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
-        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.flushes_skipped, 1);
-        return OMPI_SUCCESS;
-    }
     status = gpuic_ep_flush(peer->ep);
     if (status == GPUIC_OK) {
         ompi_osc_gpuic_counter_raise(&peer->ucx_flushed, issued);
@@ -196,12 +284,32 @@ int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
     return ompi_osc_gpuic_error(status);
 }
 
+int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
+{
+    ompi_osc_gpuic_peer_t *peer = &module->peers[target];
+    uint64_t issued;
+    int rc;
+
+    /* What device code posted to the proxy is complete first. */
+    if (module->devq != NULL && (rc = ompi_osc_gpuic_devqueue_drain(module)) != OMPI_SUCCESS) {
+        return rc;
+    }
+    /* Direct stores are complete once they are globally visible. */
+    ompi_osc_gpuic_full_barrier();
+    issued = __atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE);
+    if (issued == __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.flushes_skipped, 1);
+        return OMPI_SUCCESS;
+    }
+    return ompi_osc_gpuic_peer_flush_ucx(module, target, issued);
+}
+
 int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target)
 {
     gpuic_status_t status;
 
     /* Direct copies completed in place; UCX operations are counted until local completion. */
-    opal_atomic_mb();
+    ompi_osc_gpuic_full_barrier();
     status = gpuic_lcc_wait(mca_osc_gpuic_component.ctx, &module->peers[target].lcc);
     if (status == GPUIC_ERR_TIMED_OUT) {
         gpuic_log(GPUIC_LOG_ERROR,
@@ -212,36 +320,176 @@ int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target)
     return ompi_osc_gpuic_error(status);
 }
 
+/* Endpoint flushes in flight for one flush_all: on the heap, since a flush that times out
+ * leaves the rest to UCX, whose callbacks still reach it (it is then never freed). */
+typedef struct ompi_osc_gpuic_flush_set {
+    int pending;
+    int status; /* the first failure, a gpuic_status_t */
+} ompi_osc_gpuic_flush_set_t;
+
+static void ompi_osc_gpuic_flush_set_done(void *arg, gpuic_status_t status)
+{
+    ompi_osc_gpuic_flush_set_t *set = arg;
+    int ok = GPUIC_OK;
+
+    if (status != GPUIC_OK) {
+        __atomic_compare_exchange_n(&set->status, &ok, (int)status, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+    }
+    __atomic_fetch_sub(&set->pending, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Flushes, all at once, the endpoints of the peers that were issued UCX operations since their
+ * last flush (@p peer_issued: the counts the flush covers).  Endpoint flushes rather than one
+ * worker flush: a worker flush was seen to return before large gets through UCX's shared-memory
+ * transports had delivered their data, and it waits for every endpoint of the context.
+ */
+static gpuic_status_t ompi_osc_gpuic_flush_peers(ompi_osc_gpuic_module_t *module,
+                                                 const uint64_t *peer_issued)
+{
+    int n = ompi_comm_size(module->comm), i;
+    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    ompi_osc_gpuic_flush_set_t *set = malloc(sizeof(*set));
+    gpuic_status_t status = GPUIC_OK;
+
+    if (set == NULL) {
+        return GPUIC_ERR_NO_MEMORY;
+    }
+    set->pending = 1; /* held until every flush is issued */
+    set->status = GPUIC_OK;
+    for (i = 0; i < n && status == GPUIC_OK; ++i) {
+        if (peer_issued[i] == __atomic_load_n(&module->peers[i].ucx_flushed, __ATOMIC_ACQUIRE)) {
+            continue;
+        }
+        __atomic_fetch_add(&set->pending, 1, __ATOMIC_RELAXED);
+        status = gpuic_ep_flush_nb(module->peers[i].ep, ompi_osc_gpuic_flush_set_done, set);
+        if (status != GPUIC_INPROGRESS) {
+            __atomic_fetch_sub(&set->pending, 1, __ATOMIC_RELAXED); /* done or failed now */
+        } else {
+            status = GPUIC_OK;
+        }
+    }
+    __atomic_fetch_sub(&set->pending, 1, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&set->pending, __ATOMIC_ACQUIRE) > 0) {
+        gpuic_status_t st = gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx));
+
+        if (st != GPUIC_OK) {
+            gpuic_log(GPUIC_LOG_ERROR, "flush_all of window %d not acknowledged within %.1f s "
+                      "(osc_gpuic_timeout); giving up", module->id, gpuic_context_timeout(ctx));
+            return st; /* set stays allocated: late callbacks still write to it */
+        }
+    }
+    if (status == GPUIC_OK) {
+        status = (gpuic_status_t)__atomic_load_n(&set->status, __ATOMIC_ACQUIRE);
+    }
+    free(set);
+    return status;
+}
+
 int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
 {
     int n = ompi_comm_size(module->comm), i, rc;
-    uint64_t issued, *peer_issued;
+    uint64_t issued, *peer_issued, small[64];
     gpuic_status_t status;
 
     /* What device code posted to the proxy is complete first. */
     if (module->devq != NULL && (rc = ompi_osc_gpuic_devqueue_drain(module)) != OMPI_SUCCESS) {
         return rc;
     }
-    opal_atomic_mb();
+    ompi_osc_gpuic_full_barrier();
     issued = __atomic_load_n(&module->ucx_issued, __ATOMIC_ACQUIRE);
     if (issued == __atomic_load_n(&module->ucx_flushed, __ATOMIC_ACQUIRE)) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.flushes_skipped, 1);
         return OMPI_SUCCESS;
     }
     /* What each peer had issued before the flush is what the flush covers. */
-    peer_issued = malloc(sizeof(uint64_t) * n);
+    peer_issued = n <= 64 ? small : malloc(sizeof(uint64_t) * n);
     for (i = 0; peer_issued != NULL && i < n; ++i) {
         peer_issued[i] = __atomic_load_n(&module->peers[i].ucx_issued, __ATOMIC_ACQUIRE);
     }
-    status = gpuic_context_flush(mca_osc_gpuic_component.ctx);
+    status = peer_issued != NULL ? ompi_osc_gpuic_flush_peers(module, peer_issued)
+                                 : gpuic_context_flush(mca_osc_gpuic_component.ctx);
     if (status == GPUIC_OK) {
         ompi_osc_gpuic_counter_raise(&module->ucx_flushed, issued);
         for (i = 0; peer_issued != NULL && i < n; ++i) {
             ompi_osc_gpuic_counter_raise(&module->peers[i].ucx_flushed, peer_issued[i]);
         }
     }
-    free(peer_issued);
+    if (peer_issued != small) {
+        free(peer_issued);
+    }
     return ompi_osc_gpuic_error(status);
+}
+
+/*
+ * The common case in a handful of loads: the same predefined gap-free type and count on both
+ * sides, a window of fixed layout in a fence or lock_all epoch, host memory only, and a range
+ * that lies inside the target's window.  Returns false, having done nothing, whenever any of
+ * that does not hold: the general path then decides, reports errors and counts them.
+ */
+static inline bool ompi_osc_gpuic_rma_fast(ompi_osc_gpuic_module_t *module, bool is_put,
+                                           void *origin, int count, struct ompi_datatype_t *dt,
+                                           int target, ptrdiff_t tdisp,
+                                           struct ompi_datatype_t *tdt, int tcount, int *rc_p)
+{
+    const uint32_t want = OMPI_DATATYPE_FLAG_PREDEFINED | OPAL_DATATYPE_FLAG_NO_GAPS;
+    ompi_osc_gpuic_epoch_t epoch = module->epoch;
+    ompi_osc_gpuic_peer_t *peer;
+    uint64_t offset;
+    size_t len;
+
+    if (dt != tdt || count != tcount || count <= 0 || (dt->super.flags & want) != want ||
+        dt->super.true_lb != 0 || dt->super.size == 0 ||
+        (epoch != OMPI_OSC_GPUIC_EPOCH_LOCK_ALL && epoch != OMPI_OSC_GPUIC_EPOCH_FENCE) ||
+        module->flavor == MPI_WIN_FLAVOR_DYNAMIC || tdisp < 0) {
+        return false;
+    }
+    peer = &module->peers[target];
+    len = dt->super.size * (size_t)count; /* an int count of a predefined type: no overflow */
+    /* overflow-safe: offset = tdisp * disp_unit and offset + len <= size */
+    if (peer->win.gpu || __builtin_mul_overflow((uint64_t)tdisp, (uint64_t)peer->disp_unit,
+                                                &offset) ||
+        offset > peer->win.size || len > peer->win.size - offset) {
+        return false;
+    }
+    /* Only a process that uses CUDA can hold device buffers: it takes the general path. */
+    if (gpuic_cuda_available()) {
+        return false;
+    }
+    module->ops_since_fence++;
+    if (peer->win.direct != NULL) {
+        char *remote = (char *)peer->win.direct + offset;
+
+        if (len == sizeof(uint64_t)) {
+            /* the commonest size, copied inline rather than through the library call */
+            memcpy(is_put ? remote : origin, is_put ? origin : remote, sizeof(uint64_t));
+        } else if (is_put) {
+            memcpy(remote, origin, len);
+        } else {
+            memcpy(origin, remote, len);
+        }
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_direct, 1);
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_direct, len);
+        *rc_p = OMPI_SUCCESS;
+    } else {
+        ompi_osc_gpuic_xfer_arg_t x = {module, target, &peer->win, is_put, false, false};
+
+        *rc_p = ompi_osc_gpuic_xfer(&x, origin, len, peer->win.base + offset);
+        if (*rc_p != OMPI_SUCCESS) {
+            gpuic_log(GPUIC_LOG_ERROR, "%s to rank %d failed", is_put ? "put" : "get", target);
+            return true;
+        }
+        if (x.used_cma) {
+            ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_cma, 1);
+            ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_cma, len);
+        } else {
+            ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_ucx, 1);
+            ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_ucx, len);
+        }
+    }
+    return true;
 }
 
 /* Common body of put and get (and of their request-based forms). */
@@ -249,12 +497,16 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
                               int ocount, struct ompi_datatype_t *odt, int target,
                               ptrdiff_t tdisp, int tcount, struct ompi_datatype_t *tdt)
 {
-    ompi_osc_gpuic_xfer_arg_t x = {module, target, NULL, is_put, false};
+    ompi_osc_gpuic_xfer_arg_t x = {module, target, NULL, is_put, false, false};
     ptrdiff_t olo, ohi;
     size_t osize, tsize;
     uint64_t raddr;
     int rc;
 
+    if (ompi_osc_gpuic_rma_fast(module, is_put, origin, ocount, odt, target, tdisp, tdt, tcount,
+                                &rc)) {
+        return rc;
+    }
     rc = ompi_osc_gpuic_begin_op(module, target);
     if (rc != OMPI_SUCCESS) {
         return rc;
@@ -296,11 +548,15 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
         gpuic_log(GPUIC_LOG_ERROR, "%s to rank %d failed", is_put ? "put" : "get", target);
         return rc;
     }
-    /* Counted by the path of the call's first region (a span of adjacent dynamic regions
-     * may mix paths). */
+    /* Counted by the path of the call's first region (a span of adjacent dynamic regions may
+     * mix paths; for cross-memory copies the first piece decides, and a refusal by the system
+     * switches to UCX for good). */
     if (x.region->direct != NULL) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_direct, 1);
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_direct, tsize);
+    } else if (x.used_cma) {
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_cma, 1);
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_cma, tsize);
     } else {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_ucx, 1);
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_ucx, tsize);
@@ -313,7 +569,7 @@ int ompi_osc_gpuic_rma_layout(ompi_osc_gpuic_module_t *module, int target,
                               int bcount, struct ompi_datatype_t *bdt, uint64_t raddr,
                               int tcount, struct ompi_datatype_t *tdt)
 {
-    ompi_osc_gpuic_xfer_arg_t x = {module, target, region, is_put, false};
+    ompi_osc_gpuic_xfer_arg_t x = {module, target, region, is_put, false, false};
 
     return ompi_osc_gpuic_dt_walk(buf, bcount, bdt, (void *)(uintptr_t)raddr, tcount, tdt,
                                   ompi_osc_gpuic_xfer_block, &x);
@@ -348,6 +604,20 @@ int ompi_osc_gpuic_check_passive(ompi_osc_gpuic_module_t *module)
     return MPI_ERR_RMA_SYNC;
 }
 
+/* The request of an rput or rget to @p target: complete at once when no UCX operation went to
+ * the target during the call (@p issued: the count before it), since direct and cross-memory
+ * copies are done on return; else complete when the endpoint's flush is.  Another thread's UCX
+ * operation in the meantime only makes it take the flush. */
+static int ompi_osc_gpuic_request_for(struct ompi_win_t *win, ompi_osc_gpuic_module_t *module,
+                                      int target, uint64_t issued,
+                                      struct ompi_request_t **request)
+{
+    if (__atomic_load_n(&module->peers[target].ucx_issued, __ATOMIC_ACQUIRE) == issued) {
+        return ompi_osc_gpuic_request_completed(win, request);
+    }
+    return ompi_osc_gpuic_request_flush_ep(win, module->peers[target].ep, request);
+}
+
 int ompi_osc_gpuic_rput(const void *origin_addr, int origin_count,
                         struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
                         int target_count, struct ompi_datatype_t *target_dt,
@@ -355,13 +625,15 @@ int ompi_osc_gpuic_rput(const void *origin_addr, int origin_count,
 {
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
     int rc = ompi_osc_gpuic_check_passive(module);
+    uint64_t issued;
 
     if (rc == OMPI_SUCCESS) {
+        issued = __atomic_load_n(&module->peers[target].ucx_issued, __ATOMIC_ACQUIRE);
         rc = ompi_osc_gpuic_rma(module, true, (void *)origin_addr, origin_count, origin_dt,
                                 target, target_disp, target_count, target_dt);
     }
     if (rc == OMPI_SUCCESS) {
-        rc = ompi_osc_gpuic_request_flush_ep(win, module->peers[target].ep, request);
+        rc = ompi_osc_gpuic_request_for(win, module, target, issued, request);
     }
     return rc;
 }
@@ -373,13 +645,15 @@ int ompi_osc_gpuic_rget(void *origin_addr, int origin_count, struct ompi_datatyp
 {
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
     int rc = ompi_osc_gpuic_check_passive(module);
+    uint64_t issued;
 
     if (rc == OMPI_SUCCESS) {
+        issued = __atomic_load_n(&module->peers[target].ucx_issued, __ATOMIC_ACQUIRE);
         rc = ompi_osc_gpuic_rma(module, false, origin_addr, origin_count, origin_dt, target,
                                 target_disp, target_count, target_dt);
     }
     if (rc == OMPI_SUCCESS) {
-        rc = ompi_osc_gpuic_request_flush_ep(win, module->peers[target].ep, request);
+        rc = ompi_osc_gpuic_request_for(win, module, target, issued, request);
     }
     return rc;
 }

@@ -77,6 +77,11 @@ static const struct {
     {"flushes_skipped", offsetof(ompi_osc_gpuic_counters_t, flushes_skipped),
      "Flushes (explicit, or inside unlock, fence, complete and accumulates) that found no UCX "
      "operation to wait for and made no UCX call"},
+    {"ops_cma", offsetof(ompi_osc_gpuic_counters_t, ops_cma),
+     "MPI_Put/Get/Rput/Rget calls to same-node peers whose window is not mapped, served by "
+     "cross-memory copies (process_vm_writev/readv)"},
+    {"bytes_cma", offsetof(ompi_osc_gpuic_counters_t, bytes_cma),
+     "Bytes moved by the calls counted in osc_gpuic_ops_cma"},
     {"device_errors", offsetof(ompi_osc_gpuic_counters_t, device_errors),
      "Errors of device-initiated calls, reported at the window's next synchronization"},
 };
@@ -248,6 +253,15 @@ static int ompi_osc_gpuic_component_register(void)
         "order, for comparison",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.stream_pdl);
+    mca_osc_gpuic_component.cma_min_bytes = 8192;
+    (void)mca_base_component_var_register(
+        c, "cma_min_bytes",
+        "Smallest contiguous piece of a put or get to a same-node peer whose window is not "
+        "mapped (MPI_Win_create memory) that goes by cross-memory copy (process_vm_writev/readv, "
+        "no help from the target); smaller pieces go through UCX (0: every piece by copy; "
+        "-1: none).  Needs osc_gpuic_direct",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_gpuic_component.cma_min_bytes);
     ompi_osc_gpuic_pvars_register(c);
     return OMPI_SUCCESS;
 }

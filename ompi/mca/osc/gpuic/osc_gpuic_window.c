@@ -28,8 +28,10 @@ typedef struct ompi_osc_gpuic_wininfo {
     uint32_t rkey_len;
     uint32_t state_rkey_len;
     uint32_t gpu;            /* the window memory is device memory */
-    uint32_t reserved;
+    uint32_t pid;            /* process id, for same-node cross-memory copies */
     gpuic_cuda_ipc_t ipc;    /* ...exported for same-node peers */
+    uint64_t cma_token_addr; /* a word only this process holds, and its value */
+    uint64_t cma_token;
 } ompi_osc_gpuic_wininfo_t;
 
 static int ompi_osc_gpuic_target_path(void *m, int rank, int *path)
@@ -229,6 +231,7 @@ static int ompi_osc_gpuic_blob_build(ompi_osc_gpuic_module_t *module, gpuic_cont
     info.size = module->size;
     info.state_addr = (uint64_t)(uintptr_t)module->state;
     info.disp_unit = module->disp_unit;
+    ompi_osc_gpuic_cma_publish(&info.pid, &info.cma_token_addr, &info.cma_token);
     info.address_len = (uint32_t)address_len;
     info.rkey_len = (uint32_t)rkey_len;
     info.state_rkey_len = (uint32_t)state_rkey_len;
@@ -321,6 +324,8 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
         if (gpuic_rkey_ptr(peer->state_rkey, peer->state_addr, &ptr) == GPUIC_OK) {
             peer->state_direct = ptr;
         }
+        ompi_osc_gpuic_cma_peer_setup(module, rank, info.pid, info.cma_token_addr,
+                                      info.cma_token);
     }
     return OMPI_SUCCESS;
 }
