@@ -80,6 +80,13 @@ Open MPI's `MPI_Put`, `MPI_Get`, the accumulate family and their request forms r
 flush and flush_local, so the class is the same with `--mca mpi_param_check 0` (osc/pt2pt then
 returns `MPI_ERR_INTERN` for the lock and fails further on).
 
+*Zero-size accumulates*: count 0, or a datatype of size 0 on every side, is a no-op in gpuic (as
+MPI 3.1 has it).  Open MPI's argument check of `MPI_Accumulate` and `MPI_Get_accumulate` also
+wants the origin and target types built from one and the same predefined type, whatever the
+counts, and returns `MPI_ERR_ARG` for a pair such as 0 `MPI_INT` against 0 `MPI_DOUBLE` before
+any component is called; with `--mca mpi_param_check 0` gpuic treats such a call as the no-op it
+is.
+
 *Spans that overflow*: every size and span computed from user input (`size * count`,
 `extent * (count - 1)` added to the type's true bounds, `disp * disp_unit` plus the span) is
 computed with overflow checks: an overflow returns `MPI_ERR_COUNT` (or `MPI_ERR_RMA_RANGE` for

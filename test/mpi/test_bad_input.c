@@ -550,6 +550,34 @@ static int c_acc_count0(bad_ctx_t *t)
     return rc;
 }
 
+/* A datatype of size 0 (a contiguous type of no element) on both sides: nothing to combine,
+ * like count 0. */
+static int c_acc_size0_type(bad_ctx_t *t)
+{
+    MPI_Datatype none;
+    int rc;
+    MPI_Type_contiguous(0, MPI_INT, &none);
+    MPI_Type_commit(&none);
+    bad_lock(t, t->win1);
+    rc = MPI_Accumulate(bad_obuf(t), 1, none, t->peer, 0, 1, none, MPI_SUM, t->win1);
+    MPI_Win_unlock(t->peer, t->win1);
+    MPI_Type_free(&none);
+    return rc;
+}
+
+/* Count 0 of MPI_INT at the origin, count 0 of MPI_DOUBLE at the target: Open MPI's own
+ * argument check of MPI_Accumulate wants both types built from one and the same predefined
+ * type whatever the counts, and refuses the pair before gpuic is called (with
+ * mpi_param_check 0 gpuic treats it as the no-op it is). */
+static int c_acc_count0_mixed(bad_ctx_t *t)
+{
+    int rc;
+    bad_lock(t, t->win1);
+    rc = MPI_Accumulate(bad_obuf(t), 0, MPI_INT, t->peer, 0, 0, MPI_DOUBLE, MPI_SUM, t->win1);
+    MPI_Win_unlock(t->peer, t->win1);
+    return rc;
+}
+
 /* ---- the table ---- */
 
 typedef struct bad_case {
@@ -612,6 +640,8 @@ static const bad_case_t bad_cases[] = {
     {"count 0", "MPI_Put", MPI_SUCCESS, "gpuic (no-op)", c_put_count0, NULL},
     {"count 0, disp past the end", "MPI_Get", MPI_SUCCESS, "gpuic (no-op)", c_get_count0_past_end, NULL},
     {"count 0", "MPI_Accumulate", MPI_SUCCESS, "gpuic (no-op)", c_acc_count0, NULL},
+    {"datatype of size 0 (contiguous of 0 ints) on both sides", "MPI_Accumulate", MPI_SUCCESS, "gpuic (no-op)", c_acc_size0_type, NULL},
+    {"count 0, int origin and double target", "MPI_Accumulate", MPI_ERR_ARG, "Open MPI (gpuic: no-op with mpi_param_check 0)", c_acc_count0_mixed, NULL},
 };
 
 static const char *bad_class_name(int cls)
