@@ -54,7 +54,9 @@ typedef enum ompi_osc_gpuic_epoch {
  * helpers below, never from hand counting.
  */
 typedef struct ompi_osc_gpuic_state {
-    /** Passive-target lock: number of shared holders, plus LOCK_EXCLUSIVE when held exclusively. */
+    /** Passive-target lock: bits 0-31 count shared holders, bit 32 (LOCK_EXCLUSIVE) is set
+     *  while an exclusive holder owns it or waits for the shared ones to leave, bits 33-63
+     *  count exclusive releases (so that a waiter sees the lock change hands). */
     uint64_t lock;
     /** Accumulate lock: 0 free, else 1 + rank of the holder. */
     uint64_t acc_lock;
@@ -63,8 +65,11 @@ typedef struct ompi_osc_gpuic_state {
     uint64_t pscw[];
 } ompi_osc_gpuic_state_t;
 
-/** Value of ompi_osc_gpuic_state_t.lock while an exclusive lock is held. */
+/** Bit of ompi_osc_gpuic_state_t.lock claimed by an exclusive locker.  Adding it again
+ *  releases the lock: the carry clears the bit and counts one more release above it. */
 #define OMPI_OSC_GPUIC_LOCK_EXCLUSIVE (1ULL << 32)
+/** Bits of ompi_osc_gpuic_state_t.lock that count shared holders. */
+#define OMPI_OSC_GPUIC_LOCK_SHARED_MASK (OMPI_OSC_GPUIC_LOCK_EXCLUSIVE - 1)
 
 /** Size of the state block of a window of @p nranks processes. */
 static inline size_t ompi_osc_gpuic_state_size(int nranks)

@@ -1,10 +1,14 @@
 /*
  * Passive-target synchronization: lock/unlock, lock_all/unlock_all, flush*, sync.
  *
- * Each window's state block holds a lock word per process.  A shared lock adds 1 and backs out
- * if it finds the exclusive bit; an exclusive lock swaps 0 for OMPI_OSC_GPUIC_LOCK_EXCLUSIVE.
- * Both retry, yielding, until they succeed or osc_gpuic_timeout passes (the holder may have
- * died).  Unlock completes the holder's operations at the target first, then releases the word.
+ * Each window's state block holds a lock word per process (osc_gpuic.h).  A shared lock adds 1
+ * and backs out if it finds the exclusive bit, then waits by reading until the bit clears.  An
+ * exclusive lock claims the bit by compare-and-swap, which keeps new shared lockers out, then
+ * waits for the shared holders to leave: so a stream of shared lockers cannot starve it.
+ * Waiters retry, yielding, until they succeed or the lock word stays unchanged for
+ * osc_gpuic_timeout (its holder may have died): a lock that keeps changing hands is alive, however
+ * long one waiter waits.  Unlock completes the holder's operations at the target first, then
+ * releases the word.
  */
 #include "ompi_config.h"
 
@@ -13,50 +17,123 @@
 
 #include "osc_gpuic.h"
 
-static int ompi_osc_gpuic_lock_acquire(ompi_osc_gpuic_module_t *module, int target,
-                                       int lock_type)
+/* What a waiter watches of a lock word to tell a lock in use from a dead holder: while the
+ * exclusive bit is set, the bit and the release count (shared lockers backing out move the low
+ * bits meanwhile); otherwise the whole word. */
+static uint64_t ompi_osc_gpuic_lock_signature(uint64_t word)
+{
+    return (word & OMPI_OSC_GPUIC_LOCK_EXCLUSIVE) ? word & ~OMPI_OSC_GPUIC_LOCK_SHARED_MASK
+                                                  : word;
+}
+
+/* One round of a lock wait that found the word at @p word: yields, and fails once the word has
+ * not changed for the timeout. */
+static int ompi_osc_gpuic_lock_wait_round(ompi_osc_gpuic_module_t *module, int target,
+                                          const char *what, gpuic_wait_t *wait, uint64_t word,
+                                          uint64_t *seen)
+{
+    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    uint64_t sig = ompi_osc_gpuic_lock_signature(word);
+    unsigned progressed = sig != *seen;
+    gpuic_status_t status;
+
+    *seen = sig;
+    /* Peers' UCX atomics may need our progress (software-emulated atomics). */
+    (void)gpuic_context_progress(ctx);
+    status = gpuic_context_wait_round(ctx, wait, progressed);
+    if (status != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR,
+                  "%s lock on rank %d of window %d: the lock word did not change for %.1f s "
+                  "(osc_gpuic_timeout; its holder may have died); giving up",
+                  what, target, module->id, gpuic_context_timeout(ctx));
+    }
+    return ompi_osc_gpuic_error(status);
+}
+
+static int ompi_osc_gpuic_lock_shared(ompi_osc_gpuic_module_t *module, int target)
 {
     const size_t lock = offsetof(ompi_osc_gpuic_state_t, lock);
-    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
     gpuic_wait_t wait = GPUIC_WAIT_INIT;
-    gpuic_status_t status;
-    uint64_t old;
+    uint64_t old, seen = 0;
     int rc;
 
     for (;;) {
-        if (lock_type == MPI_LOCK_EXCLUSIVE) {
-            rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_CSWAP,
-                                            OMPI_OSC_GPUIC_LOCK_EXCLUSIVE, 0, &old);
-            if (rc != OMPI_SUCCESS || old == 0) {
-                return rc;
-            }
-        } else {
-            rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_ADD, 1, 0, &old);
-            if (rc != OMPI_SUCCESS || old < OMPI_OSC_GPUIC_LOCK_EXCLUSIVE) {
-                return rc;
-            }
-            rc = ompi_osc_gpuic_state_add(module, target, lock, (uint64_t)-1);
-            if (rc != OMPI_SUCCESS) {
-                return rc;
+        rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_ADD, 1, 0, &old);
+        if (rc != OMPI_SUCCESS || !(old & OMPI_OSC_GPUIC_LOCK_EXCLUSIVE)) {
+            return rc;
+        }
+        rc = ompi_osc_gpuic_state_add(module, target, lock, (uint64_t)-1);
+        /* Wait by reading, so that the exclusive holder's wait for shared holders to leave
+         * does not see this one come and go. */
+        while (rc == OMPI_SUCCESS && (old & OMPI_OSC_GPUIC_LOCK_EXCLUSIVE)) {
+            rc = ompi_osc_gpuic_lock_wait_round(module, target, "shared", &wait, old, &seen);
+            if (rc == OMPI_SUCCESS) {
+                rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_ADD, 0, 0,
+                                                &old);
             }
         }
-        /* Contended: let the holder (possibly on this core) run. */
-        status = gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx));
-        if (status != GPUIC_OK) {
-            gpuic_log(GPUIC_LOG_ERROR,
-                      "%s lock on rank %d of window %d still taken by another process after "
-                      "%.1f s (osc_gpuic_timeout); giving up",
-                      lock_type == MPI_LOCK_EXCLUSIVE ? "exclusive" : "shared", target,
-                      module->id, gpuic_context_timeout(ctx));
-            return ompi_osc_gpuic_error(status);
+        if (rc != OMPI_SUCCESS) {
+            return rc;
         }
     }
+}
+
+static int ompi_osc_gpuic_lock_exclusive(ompi_osc_gpuic_module_t *module, int target)
+{
+    const size_t lock = offsetof(ompi_osc_gpuic_state_t, lock);
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    uint64_t old, guess = 0, seen = 0;
+    int rc;
+
+    /* Claim the exclusive bit, whatever shared holders there are. */
+    for (;;) {
+        rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_CSWAP,
+                                        guess | OMPI_OSC_GPUIC_LOCK_EXCLUSIVE, guess, &old);
+        if (rc != OMPI_SUCCESS || old == guess) {
+            break;
+        }
+        if (!(old & OMPI_OSC_GPUIC_LOCK_EXCLUSIVE)) {
+            guess = old; /* no exclusive holder: try again on what is there */
+            continue;
+        }
+        /* after the holder's release: the bit clear, one more release counted */
+        guess = (old + OMPI_OSC_GPUIC_LOCK_EXCLUSIVE) & ~OMPI_OSC_GPUIC_LOCK_SHARED_MASK;
+        rc = ompi_osc_gpuic_lock_wait_round(module, target, "exclusive", &wait, old, &seen);
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+    }
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    /* Wait for the shared holders to leave; new ones back out on seeing the bit. */
+    old = guess;
+    wait = (gpuic_wait_t)GPUIC_WAIT_INIT;
+    while (rc == OMPI_SUCCESS && (old & OMPI_OSC_GPUIC_LOCK_SHARED_MASK)) {
+        rc = ompi_osc_gpuic_lock_wait_round(module, target, "exclusive", &wait, old, &seen);
+        if (rc == OMPI_SUCCESS) {
+            rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_ADD, 0, 0, &old);
+        }
+    }
+    if (rc != OMPI_SUCCESS) {
+        /* give the claim back (counted as a release) */
+        (void)ompi_osc_gpuic_state_add(module, target, lock, OMPI_OSC_GPUIC_LOCK_EXCLUSIVE);
+    }
+    return rc;
+}
+
+static int ompi_osc_gpuic_lock_acquire(ompi_osc_gpuic_module_t *module, int target,
+                                       int lock_type)
+{
+    return lock_type == MPI_LOCK_EXCLUSIVE ? ompi_osc_gpuic_lock_exclusive(module, target)
+                                           : ompi_osc_gpuic_lock_shared(module, target);
 }
 
 static int ompi_osc_gpuic_lock_release(ompi_osc_gpuic_module_t *module, int target,
                                        int lock_type)
 {
-    uint64_t delta = lock_type == MPI_LOCK_EXCLUSIVE ? (uint64_t)0 - OMPI_OSC_GPUIC_LOCK_EXCLUSIVE
+    /* An exclusive release adds the bit once more: the carry clears it and counts a release. */
+    uint64_t delta = lock_type == MPI_LOCK_EXCLUSIVE ? OMPI_OSC_GPUIC_LOCK_EXCLUSIVE
                                                      : (uint64_t)-1;
     int rc;
 
