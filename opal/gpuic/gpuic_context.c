@@ -147,16 +147,29 @@ static uint64_t gpuic_context_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The calling thread's liveness word (gpuic_context_beat_set()), or NULL. */
+static __thread uint64_t *gpuic_context_beat_word;
+
+void gpuic_context_beat_set(uint64_t *word)
+{
+    gpuic_context_beat_word = word;
+}
+
 gpuic_status_t gpuic_context_wait_round(gpuic_context_t *ctx, gpuic_wait_t *wait,
                                         unsigned progressed)
 {
     struct timespec ts = {0, GPUIC_WAIT_SLEEP_NS};
-    uint64_t now, quiet;
+    uint64_t now, quiet, *beat = gpuic_context_beat_word;
 
     if (progressed) {
         /* Alive: both the backoff and the silence that the timeout measures start over. */
         wait->spins = 0;
         wait->quiet_since_ns = 0;
+        if (beat != NULL) {
+            /* only this thread writes it; peers read it */
+            __atomic_store_n(beat, __atomic_load_n(beat, __ATOMIC_RELAXED) + 1,
+                             __ATOMIC_RELAXED);
+        }
         return GPUIC_OK;
     }
     if (++wait->spins < GPUIC_WAIT_SPINS_BEFORE_YIELD) {

@@ -95,6 +95,15 @@ gpuic_status_t gpuic_context_wait_round(gpuic_context_t *ctx, gpuic_wait_t *wait
                                         unsigned progressed);
 
 /**
+ * Sets the calling thread's liveness word, or clears it (NULL): while it is set, every round of
+ * a wait of this thread that sees progress adds one to it.  A peer that waits on this process
+ * (a barrier) reads the word to tell a process that waits on others and is being answered (or
+ * is completing its transfers) from a silent one.  The word belongs to the caller and must
+ * outlive the setting.
+ */
+void gpuic_context_beat_set(uint64_t *word);
+
+/**
  * Called by blocking waits between unsuccessful progress rounds.  It keeps an idle waiter
  * from holding a core that other processes on an oversubscribed node need: after a short
  * spin it yields the processor, and after about a millisecond of yielding it sleeps 50 us

@@ -3,7 +3,9 @@
  * process's window and gets 64 MiB from the previous one, each in one call, and checks the
  * data.  Run with a small osc_gpuic_timeout (testlist: 2 s, and 0.2 s over TCP loopback) on
  * oversubscribed ranks, where such a transfer takes longer than the timeout while it keeps
- * moving: a timeout is for a silent peer, so every call must succeed.
+ * moving: a timeout is for a silent peer, so every call must succeed.  A barrier before each
+ * fence keeps the processes' own loops (filling and checking 64 MiB) out of the fence's wait:
+ * a peer that computes longer than the timeout before its fence is silent to the others.
  * Usage: test_large_transfer [MiB]  (default 64)
  */
 #include <stdint.h>
@@ -41,6 +43,7 @@ int main(int argc, char **argv)
             base[i] = 0;
             buf[i] = lt_pattern(rank, rep, i);
         }
+        MPI_Barrier(MPI_COMM_WORLD);
         CHECK(MPI_Win_fence(0, win) == MPI_SUCCESS);
         CHECK(MPI_Put(buf, (int)words, MPI_UINT64_T, next, 0, (int)words, MPI_UINT64_T, win) ==
               MPI_SUCCESS);
@@ -58,6 +61,7 @@ int main(int argc, char **argv)
             base[i] = lt_pattern(rank, rep + 2, i);
             buf[i] = 0;
         }
+        MPI_Barrier(MPI_COMM_WORLD);
         CHECK(MPI_Win_fence(0, win) == MPI_SUCCESS);
         CHECK(MPI_Get(buf, (int)words, MPI_UINT64_T, prev, 0, (int)words, MPI_UINT64_T, win) ==
               MPI_SUCCESS);
@@ -70,6 +74,7 @@ int main(int argc, char **argv)
             mpi_test_failures++;
         }
     }
+    MPI_Barrier(MPI_COMM_WORLD);
     CHECK(MPI_Win_fence(0, win) == MPI_SUCCESS);
     MPI_Win_free(&win);
     free(buf);

@@ -47,6 +47,9 @@ typedef enum ompi_osc_gpuic_epoch {
     OMPI_OSC_GPUIC_EPOCH_START     /**< between MPI_Win_start and MPI_Win_complete */
 } ompi_osc_gpuic_epoch_t;
 
+/** Rounds of MPI_Win_fence's barrier at most: ceil(log2(processes)). */
+#define OMPI_OSC_GPUIC_FENCE_ROUNDS 32
+
 /**
  * The window's remotely accessible state block: one per process and window, allocated by UCX
  * (so same-node peers can map it) and reached by peers' atomics.  Fixed words, then two words
@@ -60,6 +63,11 @@ typedef struct ompi_osc_gpuic_state {
     uint64_t lock;
     /** Accumulate lock: 0 free, else 1 + rank of the holder. */
     uint64_t acc_lock;
+    /** [k]: signals of round k of MPI_Win_fence's barrier received (one per fence). */
+    uint64_t fence[OMPI_OSC_GPUIC_FENCE_ROUNDS];
+    /** Moves while this process is inside MPI_Win_fence and sees progress (its transfers
+     *  complete, or the peer it waits for moves): read by the peers waiting on it. */
+    uint64_t fence_beat;
     /** [2r]: MPI_Win_post calls rank r addressed to this process;
      *  [2r+1]: MPI_Win_complete calls rank r addressed to this process. */
     uint64_t pscw[];
@@ -168,6 +176,7 @@ typedef struct ompi_osc_gpuic_module {
     ompi_osc_gpuic_epoch_t     epoch;
     int                        locks_held; /**< per-target locks held (EPOCH_LOCK) */
     uint64_t                   ops_since_fence; /**< RMA calls issued in this fence epoch */
+    uint64_t                   fences;          /**< MPI_Win_fence barriers passed */
     uint64_t                   ucx_issued;      /**< UCX operations issued to any peer */
     uint64_t                   ucx_flushed;     /**< ...covered by a completed flush_all */
     opal_mutex_t               dyn_lock;        /**< guards the peers' dynamic-region caches */
