@@ -1,8 +1,9 @@
 #!/bin/bash
 # A rank killed (SIGKILL) inside an epoch, or before a fence: the survivors' waits fail with
-# MPI_ERR_OTHER after osc_gpuic_timeout (3 s here) instead of hanging.  Open MPI 4.1's launcher aborts the whole job
-# when a rank dies; --enable-recovery keeps the survivors running so they can report.  The
-# verdict comes from the survivors' lines (test_peer_death.c), not from mpirun's exit status.
+# MPI_ERR_OTHER after osc_gpuic_timeout (3 s here) instead of hanging.  Open MPI 4.1's launcher
+# aborts the whole job when a rank dies; --enable-recovery keeps the survivors running so they
+# can report.  The verdict comes from the survivors' lines (test_peer_death.c), not from
+# mpirun's exit status.
 prog="$GPUIC_TEST_BUILD/test/mpi/test_peer_death"
 [ -x "$prog" ] || { echo "not built: $prog"; exit 1; }
 start=$(date +%s)
