@@ -2,10 +2,11 @@
  * sync_bench: latency of synchronization, per call, under any osc component.
  *   pscw: one post/start/put 8 B/complete/wait round between process pairs (both directions
  *         at once); prints the mean and median round.
+ *   fence: one MPI_Win_fence + 8-byte put to the next process per round.
  *   lockall: under MPI_Win_lock_all, 8-byte MPI_Put + MPI_Win_flush, and MPI_Fetch_and_op +
  *         MPI_Win_flush, to the next process; every call is timed and the p50, p99 and max over
  *         all processes are printed, with the number of calls over 1 ms.
- * Usage: mpirun -np N sync_bench [pscw|lockall|all] [ITERS]
+ * Usage: mpirun -np N sync_bench [pscw|fence|lockall|all] [ITERS]
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -73,6 +74,31 @@ static void bench_pscw(MPI_Win win, int iters, int rank, int n)
     free(t);
 }
 
+static void bench_fence(MPI_Win win, int iters, int rank, int n)
+{
+    int i, warm = iters / 10;
+    uint64_t v = (uint64_t)rank;
+    double *t = malloc(sizeof(double) * (size_t)iters), t0, sum = 0;
+
+    MPI_Win_fence(0, win);
+    for (i = -warm; i < iters; ++i) {
+        t0 = MPI_Wtime();
+        MPI_Put(&v, 1, MPI_UINT64_T, (rank + 1) % n, 0, 1, MPI_UINT64_T, win);
+        MPI_Win_fence(0, win);
+        if (i >= 0) {
+            t[i] = MPI_Wtime() - t0;
+            sum += t[i];
+        }
+    }
+    MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+    if (rank == 0) {
+        printf("fence round (8 B put)  np=%d mean=%.2f us ", n, sum / iters * 1e6);
+        fflush(stdout);
+    }
+    report("", t, iters, rank, n);
+    free(t);
+}
+
 static void bench_lockall(MPI_Win win, int iters, int rank, int n)
 {
     int target = (rank + 1) % n, i, warm = iters / 10;
@@ -120,6 +146,10 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     if (strcmp(mode, "pscw") == 0 || strcmp(mode, "all") == 0) {
         bench_pscw(win, iters, rank, n);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (strcmp(mode, "fence") == 0 || strcmp(mode, "all") == 0) {
+        bench_fence(win, iters, rank, n);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (strcmp(mode, "lockall") == 0 || strcmp(mode, "all") == 0) {

@@ -8,11 +8,15 @@
  *   shared: lock rank 0 shared, MPI_Accumulate(+1), MPI_Fetch_and_op(+1) (values unique);
  *   mixed: even ranks lock exclusively, odd ones shared, on a target that rotates;
  *   lock_all: MPI_Win_lock_all / unlock_all with MPI_Get_accumulate to every process, while
- *     rank 0 takes exclusive locks on every process.
+ *     rank 0 takes exclusive locks on every process;
+ *   crossed: two processes each hold a shared lock on one of ranks 0 and 1 and then take one
+ *     on the other, in opposite orders, while two more wait for exclusive locks on them: a
+ *     waiting exclusive locker must not keep a shared locker out for good (no deadlock).
  * Usage: test_lock_contention [ITERS]  (per process and phase, default 200)
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "mpi_test.h"
 
@@ -121,6 +125,26 @@ static void lc_phases(MPI_Win win, int64_t *base, int64_t *vals, int iters, int 
             (void)lc_fetch_add(win, t, C_ALL, 1);
         }
         CHECK(MPI_Win_unlock_all(win) == MPI_SUCCESS);
+    }
+
+    /* crossed shared locks beside exclusive waiters */
+    for (i = 0; i < iters / 10 + 1; ++i) {
+        int first = rank % 4 == 0 ? 1 % n : 0, second = first == 0 ? 1 % n : 0;
+
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank % 4 < 2) {
+            CHECK(MPI_Win_lock(MPI_LOCK_SHARED, first, 0, win) == MPI_SUCCESS);
+            usleep(1000); /* let the exclusive lockers start waiting */
+            if (second != first) {
+                CHECK(MPI_Win_lock(MPI_LOCK_SHARED, second, 0, win) == MPI_SUCCESS);
+                CHECK(MPI_Win_unlock(second, win) == MPI_SUCCESS);
+            }
+            CHECK(MPI_Win_unlock(first, win) == MPI_SUCCESS);
+        } else {
+            t = (rank % 4 - 2) % n;
+            CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, t, 0, win) == MPI_SUCCESS);
+            CHECK(MPI_Win_unlock(t, win) == MPI_SUCCESS);
+        }
     }
 
     MPI_Barrier(MPI_COMM_WORLD);

@@ -12,6 +12,8 @@
  */
 #include "ompi_config.h"
 
+#include <time.h>
+
 #include "mpi.h"
 #include "opal/sys/atomic.h"
 
@@ -78,48 +80,120 @@ static int ompi_osc_gpuic_lock_shared(ompi_osc_gpuic_module_t *module, int targe
     }
 }
 
-static int ompi_osc_gpuic_lock_exclusive(ompi_osc_gpuic_module_t *module, int target)
+/* How long an exclusive claim waits for the shared holders to leave without any leaving
+ * before it stands back, and how long it then stands back: a shared holder may be waiting for
+ * another lock that this process's claim keeps from its own holders, so a claim never blocks
+ * shared lockers for long (no deadlock), yet a steady stream of them cannot starve it. */
+#define OMPI_OSC_GPUIC_LOCK_CLAIM_NS 2000000ull
+
+static uint64_t ompi_osc_gpuic_lock_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits, with the exclusive bit claimed and @p *word read at the claim, until no shared holder
+ * is left (*drained = true) or none has left for OMPI_OSC_GPUIC_LOCK_CLAIM_NS (*drained =
+ * false).  Only a holder leaving counts as progress for the timeout. */
+static int ompi_osc_gpuic_lock_drain(ompi_osc_gpuic_module_t *module, int target,
+                                     gpuic_wait_t *wait, uint64_t *word, bool *drained)
 {
     const size_t lock = offsetof(ompi_osc_gpuic_state_t, lock);
-    gpuic_wait_t wait = GPUIC_WAIT_INIT;
-    uint64_t old, guess = 0, seen = 0;
+    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    uint64_t cur, since = ompi_osc_gpuic_lock_now_ns();
+    unsigned progressed = 0;
+    gpuic_status_t status;
     int rc;
 
-    /* Claim the exclusive bit, whatever shared holders there are. */
-    for (;;) {
-        rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_CSWAP,
-                                        guess | OMPI_OSC_GPUIC_LOCK_EXCLUSIVE, guess, &old);
-        if (rc != OMPI_SUCCESS || old == guess) {
-            break;
+    while (*word & OMPI_OSC_GPUIC_LOCK_SHARED_MASK) {
+        (void)gpuic_context_progress(ctx);
+        status = gpuic_context_wait_round(ctx, wait, progressed);
+        if (status != GPUIC_OK) {
+            gpuic_log(GPUIC_LOG_ERROR,
+                      "exclusive lock on rank %d of window %d: %llu shared holders did not "
+                      "leave for %.1f s (osc_gpuic_timeout; a holder may have died); giving up",
+                      target, module->id,
+                      (unsigned long long)(*word & OMPI_OSC_GPUIC_LOCK_SHARED_MASK),
+                      gpuic_context_timeout(ctx));
+            return ompi_osc_gpuic_error(status);
         }
-        if (!(old & OMPI_OSC_GPUIC_LOCK_EXCLUSIVE)) {
-            guess = old; /* no exclusive holder: try again on what is there */
-            continue;
-        }
-        /* after the holder's release: the bit clear, one more release counted */
-        guess = (old + OMPI_OSC_GPUIC_LOCK_EXCLUSIVE) & ~OMPI_OSC_GPUIC_LOCK_SHARED_MASK;
-        rc = ompi_osc_gpuic_lock_wait_round(module, target, "exclusive", &wait, old, &seen);
+        rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_ADD, 0, 0, &cur);
         if (rc != OMPI_SUCCESS) {
             return rc;
         }
-    }
-    if (rc != OMPI_SUCCESS) {
-        return rc;
-    }
-    /* Wait for the shared holders to leave; new ones back out on seeing the bit. */
-    old = guess;
-    wait = (gpuic_wait_t)GPUIC_WAIT_INIT;
-    while (rc == OMPI_SUCCESS && (old & OMPI_OSC_GPUIC_LOCK_SHARED_MASK)) {
-        rc = ompi_osc_gpuic_lock_wait_round(module, target, "exclusive", &wait, old, &seen);
-        if (rc == OMPI_SUCCESS) {
-            rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_ADD, 0, 0, &old);
+        progressed = (cur & OMPI_OSC_GPUIC_LOCK_SHARED_MASK) <
+                     (*word & OMPI_OSC_GPUIC_LOCK_SHARED_MASK);
+        *word = cur;
+        if (progressed) {
+            since = ompi_osc_gpuic_lock_now_ns();
+        } else if (ompi_osc_gpuic_lock_now_ns() - since >= OMPI_OSC_GPUIC_LOCK_CLAIM_NS) {
+            *drained = false;
+            return OMPI_SUCCESS;
         }
     }
-    if (rc != OMPI_SUCCESS) {
-        /* give the claim back (counted as a release) */
-        (void)ompi_osc_gpuic_state_add(module, target, lock, OMPI_OSC_GPUIC_LOCK_EXCLUSIVE);
+    *drained = true;
+    return OMPI_SUCCESS;
+}
+
+static int ompi_osc_gpuic_lock_exclusive(ompi_osc_gpuic_module_t *module, int target)
+{
+    const size_t lock = offsetof(ompi_osc_gpuic_state_t, lock);
+    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    uint64_t old, guess = 0, seen = 0, until;
+    bool drained = false;
+    int rc;
+
+    for (;;) {
+        /* Claim the exclusive bit, whatever shared holders there are. */
+        rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_CSWAP,
+                                        guess | OMPI_OSC_GPUIC_LOCK_EXCLUSIVE, guess, &old);
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+        if (old != guess) {
+            if (old & OMPI_OSC_GPUIC_LOCK_EXCLUSIVE) {
+                /* after the holder's release: the bit clear, one more release counted */
+                guess = (old + OMPI_OSC_GPUIC_LOCK_EXCLUSIVE) & ~OMPI_OSC_GPUIC_LOCK_SHARED_MASK;
+                rc = ompi_osc_gpuic_lock_wait_round(module, target, "exclusive", &wait, old,
+                                                    &seen);
+                if (rc != OMPI_SUCCESS) {
+                    return rc;
+                }
+            } else {
+                guess = old; /* no exclusive holder: try again on what is there */
+            }
+            continue;
+        }
+        /* Wait for the shared holders to leave; new ones back out on seeing the bit. */
+        old = guess;
+        rc = ompi_osc_gpuic_lock_drain(module, target, &wait, &old, &drained);
+        if (rc == OMPI_SUCCESS && drained) {
+            return OMPI_SUCCESS;
+        }
+        /* Give the claim back (counted as a release); after a failure, that is all. */
+        (void)ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_ADD,
+                                         OMPI_OSC_GPUIC_LOCK_EXCLUSIVE, 0, &old);
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+        /* Stand back a while, so that shared lockers waiting for the bit get in. */
+        guess = old + OMPI_OSC_GPUIC_LOCK_EXCLUSIVE;
+        seen = ompi_osc_gpuic_lock_signature(guess);
+        until = ompi_osc_gpuic_lock_now_ns() + OMPI_OSC_GPUIC_LOCK_CLAIM_NS;
+        while (ompi_osc_gpuic_lock_now_ns() < until) {
+            if (gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx)) != GPUIC_OK) {
+                gpuic_log(GPUIC_LOG_ERROR,
+                          "exclusive lock on rank %d of window %d: shared holders did not "
+                          "leave for %.1f s (osc_gpuic_timeout; a holder may have died); "
+                          "giving up",
+                          target, module->id, gpuic_context_timeout(ctx));
+                return ompi_osc_gpuic_error(GPUIC_ERR_TIMED_OUT);
+            }
+        }
     }
-    return rc;
 }
 
 static int ompi_osc_gpuic_lock_acquire(ompi_osc_gpuic_module_t *module, int target,
