@@ -155,8 +155,8 @@ int ompi_osc_gpuic_fence(int mpi_assert, struct ompi_win_t *win)
         return MPI_ERR_RMA_SYNC;
     }
     /* Complete our operations at their targets, then wait until every process has done the
-     * same, so that after the fence each window holds everything put into it. */
-    /* Peers waiting on us in the barrier see our waits progress. */
+     * same, so that after the fence each window holds everything put into it.  Meanwhile the
+     * peers waiting on us in the barrier see our waits progress. */
     gpuic_context_beat_set(&module->state->fence_beat);
     if (!(mpi_assert & MPI_MODE_NOPRECEDE)) {
         rc = ompi_osc_gpuic_module_flush(module);

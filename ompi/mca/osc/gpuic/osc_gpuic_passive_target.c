@@ -6,9 +6,9 @@
  * exclusive lock claims the bit by compare-and-swap, which keeps new shared lockers out, then
  * waits for the shared holders to leave: so a stream of shared lockers cannot starve it.
  * Waiters retry, yielding, until they succeed or the lock word stays unchanged for
- * osc_gpuic_timeout (its holder may have died): a lock that keeps changing hands is alive, however
- * long one waiter waits.  Unlock completes the holder's operations at the target first, then
- * releases the word.
+ * osc_gpuic_timeout (its holder may have died): a lock that keeps changing hands is alive,
+ * however long one waiter waits.  Unlock completes the holder's operations at the target
+ * first, then releases the word.
  */
 #include "ompi_config.h"
 
