@@ -10,14 +10,16 @@
  * oversubscribed node (several ranks per core) makes progress, long enough that a dedicated core
  * sees no sched_yield() cost on a fast completion. */
 #define GPUIC_WAIT_SPINS_BEFORE_YIELD 64
-/* Rounds (about a millisecond of yielding) before a waiter sleeps between rounds, and for how
- * long: long waits cost no core, short ones never sleep. */
+/* Rounds (about a millisecond of yielding) before gpuic_context_wait_idle() sleeps between
+ * rounds, and for how long: long waits cost no core, short ones never sleep. */
 #define GPUIC_WAIT_SPINS_BEFORE_SLEEP 4096
 #define GPUIC_WAIT_SLEEP_NS 50000
-
-/* Rounds of a bounded wait between two clock reads: the clock costs little, but a wait that
- * spins without yielding runs many rounds per microsecond. */
-#define GPUIC_WAIT_ROUNDS_PER_CLOCK 64
+/* Silence (no progress seen) after which a bounded wait sleeps between rounds instead of
+ * yielding.  Yielding is cheap while other processes are runnable and wakes as soon as this
+ * one is scheduled again; a sleep adds its whole length to an answer that comes meanwhile, so
+ * a wait only sleeps once its peer has said nothing for long enough that it is likely busy
+ * elsewhere (a lock held across a computation, a peer not yet posted). */
+#define GPUIC_WAIT_YIELD_NS 20000000ull
 
 gpuic_status_t gpuic_status_from_ucs(ucs_status_t status)
 {
@@ -145,27 +147,49 @@ static uint64_t gpuic_context_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The calling thread's liveness word (gpuic_context_beat_set()), or NULL. */
+static __thread uint64_t *gpuic_context_beat_word;
+
+void gpuic_context_beat_set(uint64_t *word)
+{
+    gpuic_context_beat_word = word;
+}
+
 gpuic_status_t gpuic_context_wait_round(gpuic_context_t *ctx, gpuic_wait_t *wait,
                                         unsigned progressed)
 {
-    uint64_t now;
+    struct timespec ts = {0, GPUIC_WAIT_SLEEP_NS};
+    uint64_t now, quiet, *beat = gpuic_context_beat_word;
 
     if (progressed) {
+        /* Alive: both the backoff and the silence that the timeout measures start over. */
         wait->spins = 0;
-    } else {
-        gpuic_context_wait_idle(ctx, ++wait->spins);
-    }
-    /* The first round takes the deadline, so a wait that ends at once never reads the clock. */
-    if (ctx->timeout_ns == 0 ||
-        (wait->rounds++ % GPUIC_WAIT_ROUNDS_PER_CLOCK != 0 && wait->deadline_ns != 0)) {
+        wait->quiet_since_ns = 0;
+        if (beat != NULL) {
+            /* only this thread writes it; peers read it */
+            __atomic_store_n(beat, __atomic_load_n(beat, __ATOMIC_RELAXED) + 1,
+                             __ATOMIC_RELAXED);
+        }
         return GPUIC_OK;
     }
+    if (++wait->spins < GPUIC_WAIT_SPINS_BEFORE_YIELD) {
+        return GPUIC_OK;
+    }
+    /* From here each round yields or sleeps, which costs far more than reading the clock. */
     now = gpuic_context_now_ns();
-    if (wait->deadline_ns == 0) {
-        wait->deadline_ns = now + ctx->timeout_ns;
-        return GPUIC_OK;
+    if (wait->quiet_since_ns == 0) {
+        wait->quiet_since_ns = now;
     }
-    return now >= wait->deadline_ns ? GPUIC_ERR_TIMED_OUT : GPUIC_OK;
+    quiet = now - wait->quiet_since_ns;
+    if (ctx->timeout_ns != 0 && quiet >= ctx->timeout_ns) {
+        return GPUIC_ERR_TIMED_OUT;
+    }
+    if (quiet < GPUIC_WAIT_YIELD_NS) {
+        sched_yield();
+    } else {
+        nanosleep(&ts, NULL);
+    }
+    return GPUIC_OK;
 }
 
 gpuic_status_t gpuic_context_wait_request(gpuic_context_t *ctx, ucs_status_ptr_t request)

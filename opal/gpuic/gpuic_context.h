@@ -56,9 +56,10 @@ gpuic_status_t gpuic_context_flush(gpuic_context_t *ctx);
 /**
  * Bounds every blocking wait of the context that depends on a peer (endpoint and worker
  * flushes, fetching atomics, local completion, and the caller's own waits through
- * gpuic_context_wait_round()): such a wait gives up with GPUIC_ERR_TIMED_OUT after @p seconds.
- * 0 (the default) waits forever.  Set it before waits start; waits already running keep the
- * deadline they took.
+ * gpuic_context_wait_round()): such a wait gives up with GPUIC_ERR_TIMED_OUT once it has seen
+ * no progress for @p seconds.  The timeout measures silence, not duration: a transfer that
+ * keeps moving never times out, however long it takes.  0 (the default) waits forever.  Set it
+ * before waits start.
  */
 void gpuic_context_set_timeout(gpuic_context_t *ctx, double seconds);
 
@@ -70,25 +71,37 @@ double gpuic_context_timeout(const gpuic_context_t *ctx);
  * (GPUIC_WAIT_INIT) before the wait's first round.
  */
 typedef struct gpuic_wait {
-    unsigned spins;       /**< empty rounds in a row (decides when to yield the processor) */
-    unsigned rounds;      /**< rounds since the wait began (the clock is read every few) */
-    uint64_t deadline_ns; /**< CLOCK_MONOTONIC time at which the wait gives up; 0 until the
-                               first round, or when the context has no timeout */
+    unsigned spins;          /**< rounds without progress in a row (when to yield) */
+    uint64_t quiet_since_ns; /**< CLOCK_MONOTONIC time since which the wait has seen no
+                                  progress; 0 while it is still spinning after progress */
 } gpuic_wait_t;
 
 /** Initialiser of a gpuic_wait_t. */
-#define GPUIC_WAIT_INIT {0, 0, 0}
+#define GPUIC_WAIT_INIT {0, 0}
 
 /**
  * Called by a blocking wait that depends on a peer after each round that found its condition
- * unmet.  It yields the processor like gpuic_context_wait_idle() and checks the context's
- * timeout, which counts from the wait's first round.  It does not log: the caller knows which
- * wait and which peer it was.
- * @param progressed  non-zero when the round's gpuic_context_progress() did something
- * @return GPUIC_OK to wait on, or GPUIC_ERR_TIMED_OUT once the timeout has passed.
+ * unmet.  @p progressed tells whether the round saw the peer (or the operation) move: the
+ * round's gpuic_context_progress() did something, or the awaited word changed.  Progress
+ * restarts both the backoff and the silence the timeout measures.  Without progress the wait
+ * spins a few rounds, then yields the processor (cheap while other processes are runnable), and
+ * only after a long silence (20 ms) sleeps briefly between rounds, so that an idle wait costs
+ * no core while an answer that comes soon is seen at once.  It does not log: the caller knows
+ * which wait and which peer it was.
+ * @return GPUIC_OK to wait on, or GPUIC_ERR_TIMED_OUT once the wait has seen no progress for
+ *         the context's timeout.
  */
 gpuic_status_t gpuic_context_wait_round(gpuic_context_t *ctx, gpuic_wait_t *wait,
                                         unsigned progressed);
+
+/**
+ * Sets the calling thread's liveness word, or clears it (NULL): while it is set, every round of
+ * a wait of this thread that sees progress adds one to it.  A peer that waits on this process
+ * (a barrier) reads the word to tell a process that waits on others and is being answered (or
+ * is completing its transfers) from a silent one.  The word belongs to the caller and must
+ * outlive the setting.
+ */
+void gpuic_context_beat_set(uint64_t *word);
 
 /**
  * Called by blocking waits between unsuccessful progress rounds.  It keeps an idle waiter

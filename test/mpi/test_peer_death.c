@@ -4,7 +4,8 @@
  *   rank 2 takes an exclusive lock on rank 0's window, opens an access epoch (MPI_Win_start)
  *   towards rank 0 on a second window, then kills itself;
  *   rank 0 waits for rank 2's MPI_Win_complete (MPI_Win_wait), then locks its own window;
- *   rank 1 locks rank 0's window.
+ *   rank 1 locks rank 0's window;
+ *   then ranks 0 and 1 call MPI_Win_fence on a third window, which rank 2 never reaches.
  * Each wait must fail within a bounded time.  Each survivor prints one line
  *   "peer_death: rank R CALL: class C after S s: PASS|FAIL"
  * and leaves without MPI_Finalize (the collective teardown would wait for the dead rank).
@@ -36,8 +37,8 @@ static int peer_death_report(int rank, const char *call, int rc, double t0)
 
 int main(int argc, char **argv)
 {
-    int rank, n, *base1, *base2, ok = 1, zero = 0, two = 2;
-    MPI_Win win1, win2;
+    int rank, n, *base1, *base2, *base3, ok = 1, zero = 0, two = 2;
+    MPI_Win win1, win2, win3;
     MPI_Group world, group0, group2;
     double t0;
 
@@ -54,12 +55,14 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base1, &win1);
     MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base2, &win2);
+    MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base3, &win3);
     if (!mpi_test_is_gpuic(win1)) {
         fprintf(stderr, "not a gpuic window\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     MPI_Win_set_errhandler(win1, MPI_ERRORS_RETURN);
     MPI_Win_set_errhandler(win2, MPI_ERRORS_RETURN);
+    MPI_Win_set_errhandler(win3, MPI_ERRORS_RETURN);
     MPI_Comm_group(MPI_COMM_WORLD, &world);
     MPI_Group_incl(world, 1, &zero, &group0);
     MPI_Group_incl(world, 1, &two, &group2);
@@ -89,6 +92,9 @@ int main(int argc, char **argv)
         ok &= peer_death_report(rank, "MPI_Win_lock(exclusive, 0)",
                                 MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win1), t0);
     }
+    /* A fence is a barrier over the window: without rank 2 it cannot complete. */
+    t0 = MPI_Wtime();
+    ok &= peer_death_report(rank, "MPI_Win_fence", MPI_Win_fence(0, win3), t0);
     /* The job cannot end normally (MPI_Finalize is collective); leave at once. */
     _exit(ok ? 0 : 1);
 }

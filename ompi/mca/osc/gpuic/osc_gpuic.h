@@ -47,6 +47,9 @@ typedef enum ompi_osc_gpuic_epoch {
     OMPI_OSC_GPUIC_EPOCH_START     /**< between MPI_Win_start and MPI_Win_complete */
 } ompi_osc_gpuic_epoch_t;
 
+/** Rounds of MPI_Win_fence's barrier at most: ceil(log2(processes)). */
+#define OMPI_OSC_GPUIC_FENCE_ROUNDS 32
+
 /**
  * The window's remotely accessible state block: one per process and window, allocated by UCX
  * (so same-node peers can map it) and reached by peers' atomics.  Fixed words, then two words
@@ -54,11 +57,18 @@ typedef enum ompi_osc_gpuic_epoch {
  * helpers below, never from hand counting.
  */
 typedef struct ompi_osc_gpuic_state {
-    /** Passive-target lock: number of shared holders, plus LOCK_EXCLUSIVE when held exclusively. */
+    /** Passive-target lock: bits 0-31 count shared holders, bit 32 (LOCK_EXCLUSIVE) is set
+     *  while an exclusive holder owns it or waits for the shared ones to leave, bits 33-63
+     *  count exclusive releases (so that a waiter sees the lock change hands). */
     uint64_t lock;
     /** Accumulate lock: high half 0 free, else 1 + rank of the holder of a bulk update; low
      *  half the number of single-element atomics in flight (osc_gpuic_state.c). */
     uint64_t acc_lock;
+    /** [k]: signals of round k of MPI_Win_fence's barrier received (one per fence). */
+    uint64_t fence[OMPI_OSC_GPUIC_FENCE_ROUNDS];
+    /** Moves while this process is inside MPI_Win_fence and sees progress (its transfers
+     *  complete, or the peer it waits for moves): read by the peers waiting on it. */
+    uint64_t fence_beat;
     /** [2r]: MPI_Win_post calls rank r addressed to this process;
      *  [2r+1]: MPI_Win_complete calls rank r addressed to this process.
      *  Then, at ompi_osc_gpuic_state_acc_flag_offset(), one cache line per rank r: the number
@@ -66,8 +76,11 @@ typedef struct ompi_osc_gpuic_state {
     uint64_t pscw[];
 } ompi_osc_gpuic_state_t;
 
-/** Value of ompi_osc_gpuic_state_t.lock while an exclusive lock is held. */
+/** Bit of ompi_osc_gpuic_state_t.lock claimed by an exclusive locker.  Adding it again
+ *  releases the lock: the carry clears the bit and counts one more release above it. */
 #define OMPI_OSC_GPUIC_LOCK_EXCLUSIVE (1ULL << 32)
+/** Bits of ompi_osc_gpuic_state_t.lock that count shared holders. */
+#define OMPI_OSC_GPUIC_LOCK_SHARED_MASK (OMPI_OSC_GPUIC_LOCK_EXCLUSIVE - 1)
 
 /** Bytes between the single-element accumulate announcements of two origins (one cache line
  *  each, so that announcing never moves another origin's line). */
@@ -195,6 +208,7 @@ typedef struct ompi_osc_gpuic_module {
     ompi_osc_gpuic_epoch_t     epoch;
     int                        locks_held; /**< per-target locks held (EPOCH_LOCK) */
     uint64_t                   ops_since_fence; /**< RMA calls issued in this fence epoch */
+    uint64_t                   fences;          /**< MPI_Win_fence barriers passed */
     uint64_t                   ucx_issued;      /**< UCX operations issued to any peer */
     uint64_t                   ucx_flushed;     /**< ...covered by a completed flush_all */
     opal_mutex_t               dyn_lock;        /**< guards the peers' dynamic-region caches */

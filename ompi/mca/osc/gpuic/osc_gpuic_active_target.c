@@ -14,40 +14,8 @@
 #include "mpi.h"
 #include "opal/sys/atomic.h"
 #include "ompi/group/group.h"
-#include "ompi/mca/coll/coll.h"
 
 #include "osc_gpuic.h"
-
-int ompi_osc_gpuic_fence(int mpi_assert, struct ompi_win_t *win)
-{
-    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
-    struct ompi_communicator_t *comm = module->comm;
-    int rc = OMPI_SUCCESS;
-
-    opal_mutex_lock(&module->lock);
-    if (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK ||
-        module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL ||
-        module->epoch == OMPI_OSC_GPUIC_EPOCH_START || module->post_n >= 0) {
-        opal_mutex_unlock(&module->lock);
-        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_fence inside another epoch");
-        return MPI_ERR_RMA_SYNC;
-    }
-    /* Complete our operations at their targets, then wait until every process has done the
-     * same, so that after the fence each window holds everything put into it. */
-    if (!(mpi_assert & MPI_MODE_NOPRECEDE)) {
-        rc = ompi_osc_gpuic_module_flush(module);
-    }
-    /* Direct stores through same-node mappings are ordered before the barrier's messages. */
-    opal_atomic_mb();
-    if (rc == OMPI_SUCCESS) {
-        rc = comm->c_coll->coll_barrier(comm, comm->c_coll->coll_barrier_module);
-    }
-    module->epoch = (mpi_assert & MPI_MODE_NOSUCCEED) ? OMPI_OSC_GPUIC_EPOCH_NONE
-                                                      : OMPI_OSC_GPUIC_EPOCH_FENCE;
-    module->ops_since_fence = 0;
-    opal_mutex_unlock(&module->lock);
-    return ompi_osc_gpuic_sync_result(module, rc);
-}
 
 /* Translates a group to ranks of the window's communicator; MPI_ERR_GROUP if one is not in it. */
 static int ompi_osc_gpuic_group_ranks(ompi_osc_gpuic_module_t *module, struct ompi_group_t *group,
@@ -102,6 +70,110 @@ static int ompi_osc_gpuic_wait_counter(ompi_osc_gpuic_module_t *module, size_t o
     }
     (*seen)++;
     return OMPI_SUCCESS;
+}
+
+/*
+ * Waits until word @p word of our state block counts this fence.  Silence is what times out,
+ * and a peer that is still completing its transfers, or waiting on one that is, is not silent:
+ * once our own progress stops, each round reads the awaited peer's fence_beat, and a move
+ * counts as progress (which moves ours in turn, for whoever waits on us).
+ */
+static int ompi_osc_gpuic_fence_wait(ompi_osc_gpuic_module_t *module, size_t word, int from)
+{
+    const size_t beat_off = offsetof(ompi_osc_gpuic_state_t, fence_beat);
+    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    uint64_t beat = 0, last = 0;
+    bool known = false;
+    gpuic_status_t status;
+    unsigned progressed;
+    int rc;
+
+    while (ompi_osc_gpuic_state_read_local(module, word) <= module->fences) {
+        progressed = gpuic_context_progress(ctx);
+        if (!progressed && wait.quiet_since_ns != 0) {
+            rc = ompi_osc_gpuic_state_fetch(module, from, beat_off, GPUIC_ATOMIC_ADD, 0, 0,
+                                            &beat);
+            if (rc != OMPI_SUCCESS) {
+                return rc;
+            }
+            progressed = known && beat != last;
+            last = beat;
+            known = true;
+        }
+        status = gpuic_context_wait_round(ctx, &wait, progressed);
+        if (status != GPUIC_OK) {
+            gpuic_log(GPUIC_LOG_ERROR,
+                      "MPI_Win_fence on window %d: rank %d did not signal, nor show progress, "
+                      "within %.1f s (osc_gpuic_timeout); giving up",
+                      module->id, from, gpuic_context_timeout(ctx));
+            return ompi_osc_gpuic_error(status);
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+/*
+ * MPI_Win_fence's barrier, over the state blocks (a dissemination barrier): in round k this
+ * process adds one to word k of rank (me + 2^k) mod n's block, then waits for its own word k
+ * to count this fence.  Each wait is bounded by osc_gpuic_timeout like the other waits, so a
+ * dead peer makes the survivors' fence fail instead of hanging (the communicator's barrier
+ * has no bound).
+ */
+static int ompi_osc_gpuic_fence_barrier(ompi_osc_gpuic_module_t *module)
+{
+    int n = ompi_comm_size(module->comm), me = ompi_comm_rank(module->comm), k, rc;
+    size_t word;
+
+    for (k = 0; k < OMPI_OSC_GPUIC_FENCE_ROUNDS && ((int64_t)1 << k) < n; ++k) {
+        int dist = 1 << k;
+
+        word = offsetof(ompi_osc_gpuic_state_t, fence) + (size_t)k * sizeof(uint64_t);
+        rc = ompi_osc_gpuic_state_add(module, (me + dist) % n, word, 1);
+        if (rc == OMPI_SUCCESS) {
+            rc = ompi_osc_gpuic_fence_wait(module, word, (me + n - dist) % n);
+        }
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+    }
+    module->fences++;
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_fence(int mpi_assert, struct ompi_win_t *win)
+{
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
+    int rc = OMPI_SUCCESS;
+
+    opal_mutex_lock(&module->lock);
+    if (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK ||
+        module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL ||
+        module->epoch == OMPI_OSC_GPUIC_EPOCH_START || module->post_n >= 0) {
+        opal_mutex_unlock(&module->lock);
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_fence inside another epoch");
+        return MPI_ERR_RMA_SYNC;
+    }
+    /* Complete our operations at their targets, then wait until every process has done the
+     * same, so that after the fence each window holds everything put into it.  Meanwhile the
+     * peers waiting on us in the barrier see our waits progress. */
+    gpuic_context_beat_set(&module->state->fence_beat);
+    if (!(mpi_assert & MPI_MODE_NOPRECEDE)) {
+        rc = ompi_osc_gpuic_module_flush(module);
+    }
+    /* Direct stores through same-node mappings are ordered before the barrier's signals. */
+    opal_atomic_mb();
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_fence_barrier(module);
+    }
+    gpuic_context_beat_set(NULL);
+    /* The other processes' stores before their fence are seen by our loads after it. */
+    opal_atomic_mb();
+    module->epoch = (mpi_assert & MPI_MODE_NOSUCCEED) ? OMPI_OSC_GPUIC_EPOCH_NONE
+                                                      : OMPI_OSC_GPUIC_EPOCH_FENCE;
+    module->ops_since_fence = 0;
+    opal_mutex_unlock(&module->lock);
+    return ompi_osc_gpuic_sync_result(module, rc);
 }
 
 int ompi_osc_gpuic_start(struct ompi_group_t *group, int mpi_assert, struct ompi_win_t *win)

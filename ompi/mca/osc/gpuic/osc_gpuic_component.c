@@ -210,8 +210,9 @@ static int ompi_osc_gpuic_component_register(void)
     (void)mca_base_component_var_register(
         c, "timeout",
         "Seconds a wait that depends on another process (lock acquisition, accumulate lock, "
-        "MPI_Win_start/wait, flushes and atomics) may take before the call fails with "
-        "MPI_ERR_OTHER, e.g. when that process died; 0 waits forever",
+        "MPI_Win_fence, MPI_Win_start/wait, flushes and atomics) may go without progress "
+        "before the call fails with MPI_ERR_OTHER, e.g. when that process died; 0 waits "
+        "forever",
         MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.timeout);
     mca_osc_gpuic_component.device_proxy = false;

@@ -476,8 +476,9 @@ static int ompi_osc_gpuic_table_read(ompi_osc_gpuic_module_t *module, int target
     gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
     gpuic_wait_t wait = GPUIC_WAIT_INIT;
     void *entries = NULL;
-    uint64_t before, after;
+    uint64_t before, after, last = 0;
     gpuic_status_t status;
+    unsigned moved;
     size_t len;
     int rc;
 
@@ -516,8 +517,11 @@ static int ompi_osc_gpuic_table_read(ompi_osc_gpuic_module_t *module, int target
             free(entries);
             return rc;
         }
+        /* A table that keeps changing is a live target, not a silent one. */
+        moved = before != last;
+        last = before;
         /* The target is rewriting its table (odd sequence), or rewrote it while we copied. */
-        status = gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx));
+        status = gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx) || moved);
         if (status != GPUIC_OK) {
             gpuic_log(GPUIC_LOG_ERROR,
                       "region table of rank %d of window %d stayed mid-update for %.1f s "

@@ -1,62 +1,213 @@
 /*
  * Passive-target synchronization: lock/unlock, lock_all/unlock_all, flush*, sync.
  *
- * Each window's state block holds a lock word per process.  A shared lock adds 1 and backs out
- * if it finds the exclusive bit; an exclusive lock swaps 0 for OMPI_OSC_GPUIC_LOCK_EXCLUSIVE.
- * Both retry, yielding, until they succeed or osc_gpuic_timeout passes (the holder may have
- * died).  Unlock completes the holder's operations at the target first, then releases the word.
+ * Each window's state block holds a lock word per process (osc_gpuic.h).  A shared lock adds 1
+ * and backs out if it finds the exclusive bit, then waits by reading until the bit clears.  An
+ * exclusive lock claims the bit by compare-and-swap, which keeps new shared lockers out, then
+ * waits for the shared holders to leave: so a stream of shared lockers cannot starve it.
+ * Waiters retry, yielding, until they succeed or the lock word stays unchanged for
+ * osc_gpuic_timeout (its holder may have died): a lock that keeps changing hands is alive,
+ * however long one waiter waits.  Unlock completes the holder's operations at the target
+ * first, then releases the word.
  */
 #include "ompi_config.h"
+
+#include <time.h>
 
 #include "mpi.h"
 #include "opal/sys/atomic.h"
 
 #include "osc_gpuic.h"
 
-static int ompi_osc_gpuic_lock_acquire(ompi_osc_gpuic_module_t *module, int target,
-                                       int lock_type)
+/* What a waiter watches of a lock word to tell a lock in use from a dead holder: while the
+ * exclusive bit is set, the bit and the release count (shared lockers backing out move the low
+ * bits meanwhile); otherwise the whole word. */
+static uint64_t ompi_osc_gpuic_lock_signature(uint64_t word)
+{
+    return (word & OMPI_OSC_GPUIC_LOCK_EXCLUSIVE) ? word & ~OMPI_OSC_GPUIC_LOCK_SHARED_MASK
+                                                  : word;
+}
+
+/* One round of a lock wait that found the word at @p word: yields, and fails once the word has
+ * not changed for the timeout. */
+static int ompi_osc_gpuic_lock_wait_round(ompi_osc_gpuic_module_t *module, int target,
+                                          const char *what, gpuic_wait_t *wait, uint64_t word,
+                                          uint64_t *seen)
+{
+    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    uint64_t sig = ompi_osc_gpuic_lock_signature(word);
+    unsigned progressed = sig != *seen;
+    gpuic_status_t status;
+
+    *seen = sig;
+    /* Peers' UCX atomics may need our progress (software-emulated atomics). */
+    (void)gpuic_context_progress(ctx);
+    status = gpuic_context_wait_round(ctx, wait, progressed);
+    if (status != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR,
+                  "%s lock on rank %d of window %d: the lock word did not change for %.1f s "
+                  "(osc_gpuic_timeout; its holder may have died); giving up",
+                  what, target, module->id, gpuic_context_timeout(ctx));
+    }
+    return ompi_osc_gpuic_error(status);
+}
+
+static int ompi_osc_gpuic_lock_shared(ompi_osc_gpuic_module_t *module, int target)
+{
+    const size_t lock = offsetof(ompi_osc_gpuic_state_t, lock);
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    uint64_t old, seen = 0;
+    int rc;
+
+    for (;;) {
+        rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_ADD, 1, 0, &old);
+        if (rc != OMPI_SUCCESS || !(old & OMPI_OSC_GPUIC_LOCK_EXCLUSIVE)) {
+            return rc;
+        }
+        rc = ompi_osc_gpuic_state_add(module, target, lock, (uint64_t)-1);
+        /* Wait by reading, so that the exclusive holder's wait for shared holders to leave
+         * does not see this one come and go. */
+        while (rc == OMPI_SUCCESS && (old & OMPI_OSC_GPUIC_LOCK_EXCLUSIVE)) {
+            rc = ompi_osc_gpuic_lock_wait_round(module, target, "shared", &wait, old, &seen);
+            if (rc == OMPI_SUCCESS) {
+                rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_ADD, 0, 0,
+                                                &old);
+            }
+        }
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+    }
+}
+
+/* How long an exclusive claim waits for the shared holders to leave without any leaving
+ * before it stands back, and how long it then stands back: a shared holder may be waiting for
+ * another lock that this process's claim keeps from its own holders, so a claim never blocks
+ * shared lockers for long (no deadlock), yet a steady stream of them cannot starve it. */
+#define OMPI_OSC_GPUIC_LOCK_CLAIM_NS 2000000ull
+
+static uint64_t ompi_osc_gpuic_lock_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits, with the exclusive bit claimed and @p *word read at the claim, until no shared holder
+ * is left (*drained = true) or none has left for OMPI_OSC_GPUIC_LOCK_CLAIM_NS (*drained =
+ * false).  Only a holder leaving counts as progress for the timeout. */
+static int ompi_osc_gpuic_lock_drain(ompi_osc_gpuic_module_t *module, int target,
+                                     gpuic_wait_t *wait, uint64_t *word, bool *drained)
+{
+    const size_t lock = offsetof(ompi_osc_gpuic_state_t, lock);
+    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    uint64_t cur, since = ompi_osc_gpuic_lock_now_ns();
+    unsigned progressed = 0;
+    gpuic_status_t status;
+    int rc;
+
+    while (*word & OMPI_OSC_GPUIC_LOCK_SHARED_MASK) {
+        (void)gpuic_context_progress(ctx);
+        status = gpuic_context_wait_round(ctx, wait, progressed);
+        if (status != GPUIC_OK) {
+            gpuic_log(GPUIC_LOG_ERROR,
+                      "exclusive lock on rank %d of window %d: %llu shared holders did not "
+                      "leave for %.1f s (osc_gpuic_timeout; a holder may have died); giving up",
+                      target, module->id,
+                      (unsigned long long)(*word & OMPI_OSC_GPUIC_LOCK_SHARED_MASK),
+                      gpuic_context_timeout(ctx));
+            return ompi_osc_gpuic_error(status);
+        }
+        rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_ADD, 0, 0, &cur);
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+        progressed = (cur & OMPI_OSC_GPUIC_LOCK_SHARED_MASK) <
+                     (*word & OMPI_OSC_GPUIC_LOCK_SHARED_MASK);
+        *word = cur;
+        if (progressed) {
+            since = ompi_osc_gpuic_lock_now_ns();
+        } else if (ompi_osc_gpuic_lock_now_ns() - since >= OMPI_OSC_GPUIC_LOCK_CLAIM_NS) {
+            *drained = false;
+            return OMPI_SUCCESS;
+        }
+    }
+    *drained = true;
+    return OMPI_SUCCESS;
+}
+
+static int ompi_osc_gpuic_lock_exclusive(ompi_osc_gpuic_module_t *module, int target)
 {
     const size_t lock = offsetof(ompi_osc_gpuic_state_t, lock);
     gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
     gpuic_wait_t wait = GPUIC_WAIT_INIT;
-    gpuic_status_t status;
-    uint64_t old;
+    uint64_t old, guess = 0, seen = 0, until;
+    bool drained = false;
     int rc;
 
     for (;;) {
-        if (lock_type == MPI_LOCK_EXCLUSIVE) {
-            rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_CSWAP,
-                                            OMPI_OSC_GPUIC_LOCK_EXCLUSIVE, 0, &old);
-            if (rc != OMPI_SUCCESS || old == 0) {
-                return rc;
-            }
-        } else {
-            rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_ADD, 1, 0, &old);
-            if (rc != OMPI_SUCCESS || old < OMPI_OSC_GPUIC_LOCK_EXCLUSIVE) {
-                return rc;
-            }
-            rc = ompi_osc_gpuic_state_add(module, target, lock, (uint64_t)-1);
-            if (rc != OMPI_SUCCESS) {
-                return rc;
-            }
+        /* Claim the exclusive bit, whatever shared holders there are. */
+        rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_CSWAP,
+                                        guess | OMPI_OSC_GPUIC_LOCK_EXCLUSIVE, guess, &old);
+        if (rc != OMPI_SUCCESS) {
+            return rc;
         }
-        /* Contended: let the holder (possibly on this core) run. */
-        status = gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx));
-        if (status != GPUIC_OK) {
-            gpuic_log(GPUIC_LOG_ERROR,
-                      "%s lock on rank %d of window %d still taken by another process after "
-                      "%.1f s (osc_gpuic_timeout); giving up",
-                      lock_type == MPI_LOCK_EXCLUSIVE ? "exclusive" : "shared", target,
-                      module->id, gpuic_context_timeout(ctx));
-            return ompi_osc_gpuic_error(status);
+        if (old != guess) {
+            if (old & OMPI_OSC_GPUIC_LOCK_EXCLUSIVE) {
+                /* after the holder's release: the bit clear, one more release counted */
+                guess = (old + OMPI_OSC_GPUIC_LOCK_EXCLUSIVE) & ~OMPI_OSC_GPUIC_LOCK_SHARED_MASK;
+                rc = ompi_osc_gpuic_lock_wait_round(module, target, "exclusive", &wait, old,
+                                                    &seen);
+                if (rc != OMPI_SUCCESS) {
+                    return rc;
+                }
+            } else {
+                guess = old; /* no exclusive holder: try again on what is there */
+            }
+            continue;
+        }
+        /* Wait for the shared holders to leave; new ones back out on seeing the bit. */
+        old = guess;
+        rc = ompi_osc_gpuic_lock_drain(module, target, &wait, &old, &drained);
+        if (rc == OMPI_SUCCESS && drained) {
+            return OMPI_SUCCESS;
+        }
+        /* Give the claim back (counted as a release); after a failure, that is all. */
+        (void)ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_ADD,
+                                         OMPI_OSC_GPUIC_LOCK_EXCLUSIVE, 0, &old);
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+        /* Stand back a while, so that shared lockers waiting for the bit get in. */
+        guess = old + OMPI_OSC_GPUIC_LOCK_EXCLUSIVE;
+        seen = ompi_osc_gpuic_lock_signature(guess);
+        until = ompi_osc_gpuic_lock_now_ns() + OMPI_OSC_GPUIC_LOCK_CLAIM_NS;
+        while (ompi_osc_gpuic_lock_now_ns() < until) {
+            if (gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx)) != GPUIC_OK) {
+                gpuic_log(GPUIC_LOG_ERROR,
+                          "exclusive lock on rank %d of window %d: shared holders did not "
+                          "leave for %.1f s (osc_gpuic_timeout; a holder may have died); "
+                          "giving up",
+                          target, module->id, gpuic_context_timeout(ctx));
+                return ompi_osc_gpuic_error(GPUIC_ERR_TIMED_OUT);
+            }
         }
     }
+}
+
+static int ompi_osc_gpuic_lock_acquire(ompi_osc_gpuic_module_t *module, int target,
+                                       int lock_type)
+{
+    return lock_type == MPI_LOCK_EXCLUSIVE ? ompi_osc_gpuic_lock_exclusive(module, target)
+                                           : ompi_osc_gpuic_lock_shared(module, target);
 }
 
 static int ompi_osc_gpuic_lock_release(ompi_osc_gpuic_module_t *module, int target,
                                        int lock_type)
 {
-    uint64_t delta = lock_type == MPI_LOCK_EXCLUSIVE ? (uint64_t)0 - OMPI_OSC_GPUIC_LOCK_EXCLUSIVE
+    /* An exclusive release adds the bit once more: the carry clears it and counts a release. */
+    uint64_t delta = lock_type == MPI_LOCK_EXCLUSIVE ? OMPI_OSC_GPUIC_LOCK_EXCLUSIVE
                                                      : (uint64_t)-1;
     int rc;
 
