@@ -301,6 +301,9 @@ typedef struct ompi_osc_gpuic_component {
     gpuic_context_t   *ctx;        /**< created on first window */
     opal_hash_table_t endpoints;   /**< ompi_proc_t * -> gpuic_ep_t * */
     int               num_windows; /**< windows alive; progress is registered while > 0 */
+    /** Windows alive whose peers reach some of this process's memory through UCX (not every
+     *  peer mapped, or dynamic): ompi_osc_gpuic_progress_poll() serves them. */
+    int               progress_windows;
     ompi_osc_gpuic_module_t *windows; /**< live windows, released at finalize if never freed */
     int               next_id;
     /* The proxy thread that executes device-posted work-queue entries, with a context and
@@ -643,6 +646,20 @@ int ompi_osc_gpuic_request_flush_ep(struct ompi_win_t *win, gpuic_ep_t *ep,
                                     struct ompi_request_t **request);
 /** Creates a request for @p win that is complete already. */
 int ompi_osc_gpuic_request_completed(struct ompi_win_t *win, struct ompi_request_t **request);
+
+/**
+ * Gives UCX a turn while some live window is reached through UCX.  Peers' operations that UCX
+ * carries as messages (its shared-memory transports emulate RMA and atomics on memory they
+ * cannot map) complete only when this process progresses; a program polling a window with
+ * calls that finish at once (an atomic and a flush to itself) would otherwise never serve them.
+ * Called by the flushes and MPI_Win_sync; one load when every window is mapped.
+ */
+static inline void ompi_osc_gpuic_progress_poll(void)
+{
+    if (__atomic_load_n(&mca_osc_gpuic_component.progress_windows, __ATOMIC_RELAXED) > 0) {
+        (void)gpuic_context_progress(mca_osc_gpuic_component.ctx);
+    }
+}
 
 /** The module behind a window. */
 static inline ompi_osc_gpuic_module_t *ompi_osc_gpuic_module(struct ompi_win_t *win)

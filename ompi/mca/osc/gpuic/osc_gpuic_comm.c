@@ -296,6 +296,7 @@ int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
     }
     /* Direct stores are complete once they are globally visible. */
     ompi_osc_gpuic_full_barrier();
+    ompi_osc_gpuic_progress_poll();
     issued = __atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE);
     if (issued == __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.flushes_skipped, 1);
@@ -310,6 +311,7 @@ int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target)
 
     /* Direct copies completed in place; UCX operations are counted until local completion. */
     ompi_osc_gpuic_full_barrier();
+    ompi_osc_gpuic_progress_poll();
     status = gpuic_lcc_wait(mca_osc_gpuic_component.ctx, &module->peers[target].lcc);
     if (status == GPUIC_ERR_TIMED_OUT) {
         gpuic_log(GPUIC_LOG_ERROR,
@@ -399,6 +401,7 @@ int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
         return rc;
     }
     ompi_osc_gpuic_full_barrier();
+    ompi_osc_gpuic_progress_poll();
     issued = __atomic_load_n(&module->ucx_issued, __ATOMIC_ACQUIRE);
     if (issued == __atomic_load_n(&module->ucx_flushed, __ATOMIC_ACQUIRE)) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.flushes_skipped, 1);

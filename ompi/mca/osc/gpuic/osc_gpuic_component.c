@@ -433,6 +433,9 @@ void ompi_osc_gpuic_window_added(ompi_osc_gpuic_module_t *module)
         c->windows->prev = module;
     }
     c->windows = module;
+    if (!module->all_direct || module->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        __atomic_fetch_add(&c->progress_windows, 1, __ATOMIC_RELAXED);
+    }
     if (c->num_windows++ == 0) {
         opal_progress_register(ompi_osc_gpuic_progress);
     }
@@ -451,6 +454,9 @@ void ompi_osc_gpuic_window_removed(ompi_osc_gpuic_module_t *module)
     }
     if (module->next != NULL) {
         module->next->prev = module->prev;
+    }
+    if (!module->all_direct || module->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        __atomic_fetch_sub(&c->progress_windows, 1, __ATOMIC_RELAXED);
     }
     if (--c->num_windows == 0) {
         opal_progress_unregister(ompi_osc_gpuic_progress);

@@ -361,8 +361,10 @@ int ompi_osc_gpuic_unlock_all(struct ompi_win_t *win)
 int ompi_osc_gpuic_sync(struct ompi_win_t *win)
 {
     /* The window is in the unified model: a full memory barrier orders this process's direct
-     * loads and stores against everything else. */
+     * loads and stores against everything else.  Programs poll with it: peers' messages are
+     * served too. */
     opal_atomic_mb();
+    ompi_osc_gpuic_progress_poll();
     return OMPI_SUCCESS;
 }
 
