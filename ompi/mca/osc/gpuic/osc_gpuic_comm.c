@@ -426,6 +426,23 @@ int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
     return ompi_osc_gpuic_error(status);
 }
 
+/* Counts one put or get of @p bytes under the path it took (its first region's). */
+static void ompi_osc_gpuic_count_call(const ompi_osc_gpuic_xfer_arg_t *x, size_t bytes)
+{
+    ompi_osc_gpuic_counters_t *c = &mca_osc_gpuic_component.counters;
+
+    if (x->region->direct != NULL) {
+        ompi_osc_gpuic_count(&c->ops_direct, 1);
+        ompi_osc_gpuic_count(&c->bytes_direct, bytes);
+    } else if (x->used_cma) {
+        ompi_osc_gpuic_count(&c->ops_cma, 1);
+        ompi_osc_gpuic_count(&c->bytes_cma, bytes);
+    } else {
+        ompi_osc_gpuic_count(&c->ops_ucx, 1);
+        ompi_osc_gpuic_count(&c->bytes_ucx, bytes);
+    }
+}
+
 /*
  * The common case in a handful of loads: the same predefined gap-free type and count on both
  * sides, a window of fixed layout in a fence or lock_all epoch, host memory only, and a range
@@ -484,13 +501,7 @@ static inline bool ompi_osc_gpuic_rma_fast(ompi_osc_gpuic_module_t *module, bool
             gpuic_log(GPUIC_LOG_ERROR, "%s to rank %d failed", is_put ? "put" : "get", target);
             return true;
         }
-        if (x.used_cma) {
-            ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_cma, 1);
-            ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_cma, len);
-        } else {
-            ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_ucx, 1);
-            ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_ucx, len);
-        }
+        ompi_osc_gpuic_count_call(&x, len);
     }
     return true;
 }
@@ -554,16 +565,7 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
     /* Counted by the path of the call's first region (a span of adjacent dynamic regions may
      * mix paths; for cross-memory copies the first piece decides, and a refusal by the system
      * switches to UCX for good). */
-    if (x.region->direct != NULL) {
-        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_direct, 1);
-        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_direct, tsize);
-    } else if (x.used_cma) {
-        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_cma, 1);
-        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_cma, tsize);
-    } else {
-        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.ops_ucx, 1);
-        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_ucx, tsize);
-    }
+    ompi_osc_gpuic_count_call(&x, tsize);
     return OMPI_SUCCESS;
 }
 
