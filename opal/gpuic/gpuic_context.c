@@ -139,7 +139,7 @@ double gpuic_context_timeout(const gpuic_context_t *ctx)
     return (double)ctx->timeout_ns / 1e9;
 }
 
-static uint64_t gpuic_context_now_ns(void)
+uint64_t gpuic_context_now_ns(void)
 {
     struct timespec ts;
 

@@ -66,6 +66,9 @@ void gpuic_context_set_timeout(gpuic_context_t *ctx, double seconds);
 /** Returns the timeout set by gpuic_context_set_timeout(), in seconds (0: none). */
 double gpuic_context_timeout(const gpuic_context_t *ctx);
 
+/** The monotonic clock the waits' deadlines are read from, in nanoseconds. */
+uint64_t gpuic_context_now_ns(void);
+
 /**
  * The state of one blocking wait, kept by the waiter on its stack and zero-initialised
  * (GPUIC_WAIT_INIT) before the wait's first round.

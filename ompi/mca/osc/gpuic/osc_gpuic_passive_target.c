@@ -12,8 +12,6 @@
  */
 #include "ompi_config.h"
 
-#include <time.h>
-
 #include "mpi.h"
 #include "opal/sys/atomic.h"
 
@@ -86,14 +84,6 @@ static int ompi_osc_gpuic_lock_shared(ompi_osc_gpuic_module_t *module, int targe
  * shared lockers for long (no deadlock), yet a steady stream of them cannot starve it. */
 #define OMPI_OSC_GPUIC_LOCK_CLAIM_NS 2000000ull
 
-static uint64_t ompi_osc_gpuic_lock_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Waits, with the exclusive bit claimed and @p *word read at the claim, until no shared holder
  * is left (*drained = true) or none has left for OMPI_OSC_GPUIC_LOCK_CLAIM_NS (*drained =
  * false).  Only a holder leaving counts as progress for the timeout. */
@@ -102,7 +92,7 @@ static int ompi_osc_gpuic_lock_drain(ompi_osc_gpuic_module_t *module, int target
 {
     const size_t lock = offsetof(ompi_osc_gpuic_state_t, lock);
     gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
-    uint64_t cur, since = ompi_osc_gpuic_lock_now_ns();
+    uint64_t cur, since = gpuic_context_now_ns();
     unsigned progressed = 0;
     gpuic_status_t status;
     int rc;
@@ -127,8 +117,8 @@ static int ompi_osc_gpuic_lock_drain(ompi_osc_gpuic_module_t *module, int target
                      (*word & OMPI_OSC_GPUIC_LOCK_SHARED_MASK);
         *word = cur;
         if (progressed) {
-            since = ompi_osc_gpuic_lock_now_ns();
-        } else if (ompi_osc_gpuic_lock_now_ns() - since >= OMPI_OSC_GPUIC_LOCK_CLAIM_NS) {
+            since = gpuic_context_now_ns();
+        } else if (gpuic_context_now_ns() - since >= OMPI_OSC_GPUIC_LOCK_CLAIM_NS) {
             *drained = false;
             return OMPI_SUCCESS;
         }
@@ -182,8 +172,8 @@ static int ompi_osc_gpuic_lock_exclusive(ompi_osc_gpuic_module_t *module, int ta
         /* Stand back a while, so that shared lockers waiting for the bit get in. */
         guess = old + OMPI_OSC_GPUIC_LOCK_EXCLUSIVE;
         seen = ompi_osc_gpuic_lock_signature(guess);
-        until = ompi_osc_gpuic_lock_now_ns() + OMPI_OSC_GPUIC_LOCK_CLAIM_NS;
-        while (ompi_osc_gpuic_lock_now_ns() < until) {
+        until = gpuic_context_now_ns() + OMPI_OSC_GPUIC_LOCK_CLAIM_NS;
+        while (gpuic_context_now_ns() < until) {
             if (gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx)) != GPUIC_OK) {
                 gpuic_log(GPUIC_LOG_ERROR,
                           "exclusive lock on rank %d of window %d: shared holders did not "
