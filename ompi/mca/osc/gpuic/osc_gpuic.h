@@ -292,6 +292,7 @@ typedef struct ompi_osc_gpuic_component {
     int  device;            /**< device when gpuic picks one: -1 by node-local rank, N that one */
     bool stream_pdl;        /**< stream kernels may use programmatic dependent launch */
     int  cma_min_bytes;     /**< smallest piece sent by cross-memory copy; -1: none */
+    int  emulate_nodes;     /**< processes per emulated node (by world rank); 0: real nodes */
 
     ompi_osc_gpuic_counters_t counters; /**< MPI_T performance variables */
 
@@ -343,6 +344,18 @@ gpuic_status_t ompi_osc_gpuic_endpoint_lookup(opal_hash_table_t *table, gpuic_co
                                               size_t len, gpuic_ep_t **ep_p);
 void ompi_osc_gpuic_window_added(ompi_osc_gpuic_module_t *module);
 void ompi_osc_gpuic_window_removed(ompi_osc_gpuic_module_t *module);
+/**
+ * True when @p module's process @p rank is on this process's node, as every same-node path
+ * of the window sees it: direct loads and stores through UCX mappings (window memory, state
+ * blocks, dynamic regions and tables), cross-memory copies, CUDA IPC mappings of windows and
+ * sync blocks, the shared segment.  A false answer leaves every byte and atomic to UCX.
+ * This process itself is always on the node.  With osc_gpuic_emulate_nodes = N > 0, a peer
+ * is on the node only when it is on the real node, in this process's job, and in the same
+ * emulated node: world rank / N (ranks of MPI_COMM_WORLD, so every communicator agrees).
+ * Shared windows (MPI_Win_allocate_shared) see the real node only: their processes share
+ * memory by construction (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) knows no emulated node).
+ */
+bool ompi_osc_gpuic_peer_on_node(ompi_osc_gpuic_module_t *module, int rank);
 
 /* State-block atomics (osc_gpuic_state.c) */
 /**

@@ -88,12 +88,11 @@ void ompi_osc_gpuic_cma_peer_setup(ompi_osc_gpuic_module_t *module, int rank, ui
                                    uint64_t token_addr, uint64_t token)
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[rank];
-    struct ompi_proc_t *proc = ompi_comm_peer_lookup(module->comm, rank);
     uint64_t seen = 0;
 
     peer->cma_pid = 0;
-    if (!mca_osc_gpuic_component.direct || pid == 0 || token == 0 || proc == NULL ||
-        !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags) ||
+    if (!mca_osc_gpuic_component.direct || pid == 0 || token == 0 ||
+        !ompi_osc_gpuic_peer_on_node(module, rank) ||
         (module->flavor != MPI_WIN_FLAVOR_CREATE && module->flavor != MPI_WIN_FLAVOR_ALLOCATE) ||
         peer->win.direct != NULL || peer->win.gpu || peer->win.size == 0) {
         return;

@@ -263,6 +263,16 @@ static int ompi_osc_gpuic_component_register(void)
         "-1: none).  Needs osc_gpuic_direct",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.cma_min_bytes);
+    mca_osc_gpuic_component.emulate_nodes = 0;
+    (void)mca_base_component_var_register(
+        c, "emulate_nodes",
+        "Emulate nodes of N processes each on one machine, for testing: processes whose ranks "
+        "in MPI_COMM_WORLD divided by N differ are treated as on different nodes (no direct "
+        "loads and stores, cross-memory copies or CUDA IPC between them: UCX carries "
+        "everything, as between real nodes); shared windows keep the real node; 0 (default): "
+        "real nodes only",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_gpuic_component.emulate_nodes);
     ompi_osc_gpuic_pvars_register(c);
     return OMPI_SUCCESS;
 }
@@ -315,6 +325,11 @@ static int ompi_osc_gpuic_component_init(bool enable_progress_threads, bool enab
     ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
 
     c->thread_multiple = enable_mpi_threads;
+    if (c->emulate_nodes < 0) {
+        gpuic_log(GPUIC_LOG_WARN, "osc_gpuic_emulate_nodes (%d) is negative: real nodes only",
+                  c->emulate_nodes);
+        c->emulate_nodes = 0;
+    }
     /* Only recorded: the driver is not touched until a window needs the device. */
     gpuic_cuda_device_prefer(c->device, ompi_osc_gpuic_local_rank());
     c->ctx = NULL;
@@ -414,6 +429,24 @@ int ompi_osc_gpuic_endpoint_get(struct ompi_proc_t *proc, const void *addr, size
 
     return ompi_osc_gpuic_error(
         ompi_osc_gpuic_endpoint_lookup(&c->endpoints, c->ctx, proc, addr, len, ep_p));
+}
+
+bool ompi_osc_gpuic_peer_on_node(ompi_osc_gpuic_module_t *module, int rank)
+{
+    const ompi_proc_t *proc = ompi_comm_peer_lookup(module->comm, rank), *me = ompi_proc_local();
+    uint32_t n = (uint32_t)mca_osc_gpuic_component.emulate_nodes;
+
+    if (proc == me) {
+        return true;
+    }
+    if (proc == NULL || !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+        return false;
+    }
+    if (n == 0 || module->flavor == MPI_WIN_FLAVOR_SHARED) {
+        return true;
+    }
+    return proc->super.proc_name.jobid == me->super.proc_name.jobid &&
+           proc->super.proc_name.vpid / n == me->super.proc_name.vpid / n;
 }
 
 static int ompi_osc_gpuic_progress(void)

@@ -636,6 +636,7 @@ static int ompi_osc_gpuic_regions_refresh(ompi_osc_gpuic_module_t *module, int t
         } else if (self) {
             r->direct = (void *)(uintptr_t)r->base;
         } else if (!mca_osc_gpuic_component.direct ||
+                   !ompi_osc_gpuic_peer_on_node(module, target) ||
                    gpuic_rkey_ptr(r->rkey, r->base, &r->direct) != GPUIC_OK) {
             r->direct = NULL;
         }

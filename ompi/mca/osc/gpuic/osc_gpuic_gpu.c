@@ -14,7 +14,6 @@
 #include "mpi.h"
 #include "opal/mca/hwloc/hwloc-internal.h"
 #include "opal/util/info.h"
-#include "ompi/proc/proc.h"
 
 #include "osc_gpuic.h"
 
@@ -78,7 +77,6 @@ int ompi_osc_gpuic_gpu_peer_setup(ompi_osc_gpuic_module_t *module, int rank,
                                   const gpuic_cuda_ipc_t *ipc)
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[rank];
-    ompi_proc_t *proc = ompi_comm_peer_lookup(module->comm, rank);
     void *ptr = NULL;
 
     peer->win.gpu = 1;
@@ -90,7 +88,7 @@ int ompi_osc_gpuic_gpu_peer_setup(ompi_osc_gpuic_module_t *module, int rank,
         peer->win.direct = module->base;
         return OMPI_SUCCESS;
     }
-    if (!OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+    if (!ompi_osc_gpuic_peer_on_node(module, rank)) {
         gpuic_log(GPUIC_LOG_ERROR, "rank %d's window is device memory on another node: not "
                   "supported yet", rank);
         return MPI_ERR_UNSUPPORTED_OPERATION;

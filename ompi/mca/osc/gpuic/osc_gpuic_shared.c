@@ -17,22 +17,21 @@
 #include "opal/mca/hwloc/hwloc-internal.h"
 #include "opal/util/info.h"
 #include "ompi/mca/coll/coll.h"
-#include "ompi/proc/proc.h"
 
 #include "osc_gpuic.h"
 
 #define OMPI_OSC_GPUIC_SHM_NAME_LEN 64
 #define OMPI_OSC_GPUIC_SHM_ALIGN 4096
 
-/* MPI_ERR_RMA_SHARED unless every process of the communicator is on this node. */
-static int ompi_osc_gpuic_shared_check_local(struct ompi_communicator_t *comm)
+/* MPI_ERR_RMA_SHARED unless every process of the window is on this node (the real node: an
+ * emulated node does not split a shared window, ompi_osc_gpuic_peer_on_node()). */
+static int ompi_osc_gpuic_shared_check_local(ompi_osc_gpuic_module_t *module)
 {
+    struct ompi_communicator_t *comm = module->comm;
     int n = ompi_comm_size(comm), i, mine = 1, all = 0, rc;
 
     for (i = 0; i < n; ++i) {
-        ompi_proc_t *proc = ompi_comm_peer_lookup(comm, i);
-
-        if (proc != ompi_proc_local() && !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+        if (!ompi_osc_gpuic_peer_on_node(module, i)) {
             mine = 0;
         }
     }
@@ -59,7 +58,7 @@ int ompi_osc_gpuic_shared_allocate(ompi_osc_gpuic_module_t *module, struct opal_
     int found = 0;
     size_t total = 0;
 
-    rc = ompi_osc_gpuic_shared_check_local(comm);
+    rc = ompi_osc_gpuic_shared_check_local(module);
     if (rc != OMPI_SUCCESS) {
         return rc;
     }

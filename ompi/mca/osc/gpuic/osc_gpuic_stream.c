@@ -63,7 +63,6 @@ static pthread_mutex_t ompi_osc_gpuic_stream_modules_lock = PTHREAD_MUTEX_INITIA
 static void ompi_osc_gpuic_stream_map_peer(ompi_osc_gpuic_module_t *module,
                                            ompi_osc_gpuic_stream_state_t *st, int rank)
 {
-    ompi_proc_t *proc = ompi_comm_peer_lookup(module->comm, rank);
     void *ptr = NULL;
 
     if (!st->valid[rank]) {
@@ -73,7 +72,7 @@ static void ompi_osc_gpuic_stream_map_peer(ompi_osc_gpuic_module_t *module,
         st->mapped[rank] = st->block;
         return;
     }
-    if (OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags) &&
+    if (ompi_osc_gpuic_peer_on_node(module, rank) &&
         gpuic_cuda_ipc_import(&st->ipc[rank], &ptr) == GPUIC_OK) {
         st->mapped[rank] = ptr;
     }

@@ -308,7 +308,7 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
         /* Our own window and state need no mapping. */
         peer->win.direct = peer->win.size > 0 ? module->base : NULL;
         peer->state_direct = (char *)module->state;
-    } else if (mca_osc_gpuic_component.direct) {
+    } else if (mca_osc_gpuic_component.direct && ompi_osc_gpuic_peer_on_node(module, rank)) {
         void *ptr = NULL;
 
         if (info.gpu) {
@@ -551,6 +551,9 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
         rc = ompi_osc_gpuic_peer_setup(module, i, all + slot * i);
     }
     free(all);
+    /* A peer this process cannot reach (device memory on another node) fails here only: the
+     * others must learn it before the next collective step. */
+    rc = ompi_osc_gpuic_window_agree(module, rc);
     if (rc != OMPI_SUCCESS) {
         goto err_destroy;
     }
