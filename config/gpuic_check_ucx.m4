@@ -27,6 +27,15 @@ AC_DEFUN([GPUIC_CHECK_UCX], [
   AC_COMPUTE_INT([gpuic_ucx_major], [UCP_API_MAJOR], [#include <ucp/api/ucp.h>], [gpuic_ucx_major=0])
   AC_COMPUTE_INT([gpuic_ucx_minor], [UCP_API_MINOR], [#include <ucp/api/ucp.h>], [gpuic_ucx_minor=0])
   gpuic_ucx_version="$gpuic_ucx_major.$gpuic_ucx_minor"
+  # CUDA memory: UCX loads its CUDA transports (cuda_copy, cuda_ipc, gdr_copy) from
+  # LIBDIR/ucx/libuct_cuda*.so; the process checks again at run time (ucp_context_query).
+  AS_IF([test -z "$gpuic_ucx_libdir"],
+        [gpuic_ucx_libdir=`$PKG_CONFIG --variable=libdir ucx 2>/dev/null`])
+  AC_MSG_CHECKING([whether this UCX handles CUDA memory])
+  AS_IF([ls "$gpuic_ucx_libdir"/ucx/libuct_cuda*.so* >/dev/null 2>&1],
+        [gpuic_ucx_cuda="yes (GPU windows reach other nodes)"],
+        [gpuic_ucx_cuda="no (GPU windows reach only this node; see README: GPU windows across nodes)"])
+  AC_MSG_RESULT([$gpuic_ucx_cuda])
   CPPFLAGS="$save_CPPFLAGS"; LIBS="$save_LIBS"
   AC_SUBST([UCX_CFLAGS])
   AC_SUBST([UCX_LIBS])

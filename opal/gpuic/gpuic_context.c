@@ -104,6 +104,15 @@ void gpuic_context_destroy(gpuic_context_t *ctx)
     free(ctx);
 }
 
+bool gpuic_context_reaches_device_memory(const gpuic_context_t *ctx)
+{
+    ucp_context_attr_t attr = {0};
+
+    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    return ucp_context_query(ctx->context, &attr) == UCS_OK &&
+           (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+}
+
 void gpuic_context_address(const gpuic_context_t *ctx, const void **addr_p, size_t *len_p)
 {
     *addr_p = ctx->address;

@@ -8,6 +8,7 @@
 #ifndef GPUIC_CONTEXT_H
 #define GPUIC_CONTEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,6 +63,14 @@ gpuic_status_t gpuic_context_flush(gpuic_context_t *ctx);
  * before waits start.
  */
 void gpuic_context_set_timeout(gpuic_context_t *ctx, double seconds);
+
+/**
+ * True when the context's UCX can register and move device (CUDA) memory: its loaded
+ * transports include one for CUDA memory (cuda_copy, cuda_ipc, gdr_copy or a network transport
+ * with GPUDirect).  A UCX built without CUDA answers false, and then device memory can be
+ * reached only through CUDA IPC on the same node.
+ */
+bool gpuic_context_reaches_device_memory(const gpuic_context_t *ctx);
 
 /** Returns the timeout set by gpuic_context_set_timeout(), in seconds (0: none). */
 double gpuic_context_timeout(const gpuic_context_t *ctx);

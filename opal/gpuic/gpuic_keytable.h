@@ -59,6 +59,11 @@ typedef struct gpuic_keytable_entry {
     /** Direct entries that also have ep and rkey: the owner's address of the region's first
      *  byte, which UCX operations name (the WQE names addresses in the mapping). */
     uint64_t     remote_base;
+    /** GPUIC_KEYTABLE_DIRECT_NONE only: the region is device memory.  Data moves through ep
+     *  and rkey as for host memory; atomics, accumulates and signal updates are refused
+     *  (GPUIC_ERR_UNSUPPORTED): a transport that emulates atomics in software would apply
+     *  them with the owner's CPU, which cannot update device memory. */
+    int          device_memory;
 } gpuic_keytable_entry_t;
 
 /**

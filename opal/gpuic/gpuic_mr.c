@@ -5,8 +5,9 @@
 
 #include "gpuic_log.h"
 
+/* Maps a region; @p device names CUDA memory (UCX is told rather than left to detect it). */
 static gpuic_status_t gpuic_mr_map(gpuic_context_t *ctx, void *addr, size_t len, int allocate,
-                                   gpuic_mr_t **mr_p)
+                                   int device, gpuic_mr_t **mr_p)
 {
     ucp_mem_map_params_t params = {0};
     ucp_mem_attr_t attr = {0};
@@ -25,6 +26,10 @@ static gpuic_status_t gpuic_mr_map(gpuic_context_t *ctx, void *addr, size_t len,
     params.address = allocate ? NULL : addr;
     params.length = len;
     params.flags = allocate ? UCP_MEM_MAP_ALLOCATE : 0;
+    if (device) {
+        params.field_mask |= UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE;
+        params.memory_type = UCS_MEMORY_TYPE_CUDA;
+    }
     st = ucp_mem_map(ctx->context, &params, &mr->memh);
     if (st != UCS_OK) {
         /* out of memory is the caller's to report (it knows what the memory was for) */
@@ -51,7 +56,16 @@ static gpuic_status_t gpuic_mr_map(gpuic_context_t *ctx, void *addr, size_t len,
 
 gpuic_status_t gpuic_mr_register(gpuic_context_t *ctx, void *addr, size_t len, gpuic_mr_t **mr_p)
 {
-    return gpuic_mr_map(ctx, addr, len, 0, mr_p);
+    return gpuic_mr_map(ctx, addr, len, 0, 0, mr_p);
+}
+
+gpuic_status_t gpuic_mr_register_device(gpuic_context_t *ctx, void *addr, size_t len,
+                                        gpuic_mr_t **mr_p)
+{
+    if (!gpuic_context_reaches_device_memory(ctx)) {
+        return GPUIC_ERR_UNSUPPORTED;
+    }
+    return gpuic_mr_map(ctx, addr, len, 0, 1, mr_p);
 }
 
 /* MemAvailable of /proc/meminfo in bytes; SIZE_MAX where it cannot be read. */
@@ -89,7 +103,7 @@ gpuic_status_t gpuic_mr_allocate(gpuic_context_t *ctx, size_t len, gpuic_mr_t **
                   avail);
         return GPUIC_ERR_NO_MEMORY;
     }
-    return gpuic_mr_map(ctx, NULL, len, 1, mr_p);
+    return gpuic_mr_map(ctx, NULL, len, 1, 0, mr_p);
 }
 
 void gpuic_mr_deregister(gpuic_mr_t *mr)

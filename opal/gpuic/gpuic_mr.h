@@ -27,6 +27,15 @@ typedef struct gpuic_rkey gpuic_rkey_t;
 gpuic_status_t gpuic_mr_register(gpuic_context_t *ctx, void *addr, size_t len, gpuic_mr_t **mr_p);
 
 /**
+ * Registers existing device (CUDA) memory [addr, addr+len) for remote access, for a context
+ * whose gpuic_context_reaches_device_memory() holds.  len must be > 0.
+ * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM, GPUIC_ERR_UNSUPPORTED (UCX cannot register device
+ *         memory), GPUIC_ERR_NO_MEMORY or GPUIC_ERR_TRANSPORT.
+ */
+gpuic_status_t gpuic_mr_register_device(gpuic_context_t *ctx, void *addr, size_t len,
+                                        gpuic_mr_t **mr_p);
+
+/**
  * Allocates len > 0 bytes through UCX and registers them.  Memory UCX allocates itself can be
  * mapped directly by same-node peers (see gpuic_rkey_ptr()), which user memory often cannot.
  * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM, GPUIC_ERR_NO_MEMORY (also, without trying, for

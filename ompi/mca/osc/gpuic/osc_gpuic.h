@@ -509,6 +509,12 @@ bool ompi_osc_gpuic_info_wants_device(struct opal_info_t *info);
 int ompi_osc_gpuic_gpu_allocate(ompi_osc_gpuic_module_t *module, size_t size);
 /** True when @p base (MPI_Win_create) is device memory; loads nothing in host-only processes. */
 bool ompi_osc_gpuic_gpu_detect(const void *base, size_t size);
+/**
+ * Registers the window's device memory with UCX when some peer is on another node (those
+ * cannot map it through CUDA IPC); nothing otherwise.  MPI_ERR_UNSUPPORTED_OPERATION when the
+ * UCX this process loaded cannot register device memory (logged here).
+ */
+int ompi_osc_gpuic_gpu_register(ompi_osc_gpuic_module_t *module, gpuic_context_t *ctx);
 /** Describes the window's device memory for same-node peers (zeroes for host windows). */
 int ompi_osc_gpuic_gpu_export(ompi_osc_gpuic_module_t *module, gpuic_cuda_ipc_t *ipc);
 /** Maps peer @p rank's device memory (or our own) into peers[rank].win. */

@@ -670,7 +670,7 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
     ompi_osc_gpuic_bounce_t ob = {0}, rb = {0};
     char *obuf_own = NULL, *old_own = NULL, rbuf[8];
     bool has_origin, fetching;
-    size_t nbytes, osize, rsize, bytes;
+    size_t nbytes, osize = 0, rsize = 0, bytes;
     ptrdiff_t lb, extent, lo;
     uint32_t prim_count;
     uint64_t raddr;

@@ -114,6 +114,7 @@ static int ompi_osc_gpuic_devqueue_key(ompi_osc_gpuic_module_t *module,
     e.len = peer->win.size;
     e.direct = direct;
     e.cpu_atomics = direct == GPUIC_KEYTABLE_DIRECT_HOST && module->all_direct;
+    e.device_memory = direct == GPUIC_KEYTABLE_DIRECT_NONE && peer->win.gpu;
     if (direct != GPUIC_KEYTABLE_DIRECT_NONE) {
         e.base = (uint64_t)(uintptr_t)peer->win.direct;
     }
@@ -298,8 +299,8 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
             q->copies = true;
             dp->flags |= MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P | MPIX_GPUIC_DEVICE_PEER_LOADS |
                          MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED;
-        } else if (peer->win.gpu) {
-            continue; /* device memory on another node: not reachable yet */
+        } else if (peer->win.gpu && peer->win.rkey == NULL) {
+            continue; /* device memory this process cannot reach */
         } else if (c->direct && peer->win.direct != NULL) {
             /* host memory this process maps (a same-node peer's window allocated by UCX, or
              * our own): the proxy executes entries with CPU copies and atomics on the mapping,

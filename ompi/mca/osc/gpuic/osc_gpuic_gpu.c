@@ -1,7 +1,9 @@
 /*
  * GPU windows: device memory as window memory, reached by same-node peers through CUDA IPC
  * mappings (host MPI calls copy through them with the driver; device code loads and stores
- * through them), and the device handle that kernels use with mpix_gpuic_device.cuh.
+ * through them) and by peers on other nodes through UCX (the memory registered with a UCX
+ * that handles CUDA memory, its key exchanged like a host window's), and the device handle
+ * that kernels use with mpix_gpuic_device.cuh.
  *
  * The CUDA driver is loaded at run time (libgpuic's gpuic_cuda), and only in processes that
  * use CUDA themselves: a host-only job never loads it.
@@ -64,6 +66,30 @@ bool ompi_osc_gpuic_gpu_detect(const void *base, size_t size)
     return size > 0 && gpuic_cuda_init_if_loaded() == GPUIC_OK && gpuic_cuda_is_device_ptr(base);
 }
 
+int ompi_osc_gpuic_gpu_register(ompi_osc_gpuic_module_t *module, gpuic_context_t *ctx)
+{
+    int n = ompi_comm_size(module->comm), i;
+    gpuic_status_t status;
+
+    if (!module->gpu || module->size == 0) {
+        return OMPI_SUCCESS;
+    }
+    for (i = 0; i < n && ompi_osc_gpuic_peer_on_node(module, i); ++i) {
+    }
+    if (i == n) {
+        return OMPI_SUCCESS; /* every peer maps the memory through CUDA IPC */
+    }
+    status = gpuic_mr_register_device(ctx, module->base, module->size, &module->mr);
+    if (status == GPUIC_ERR_UNSUPPORTED) {
+        gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d is device memory and rank %d is on "
+                  "another node, but the UCX this process loaded cannot register device "
+                  "memory: run with a CUDA-enabled UCX first on LD_LIBRARY_PATH (README: GPU "
+                  "windows across nodes)", ompi_comm_rank(module->comm), module->id, i);
+        return MPI_ERR_UNSUPPORTED_OPERATION;
+    }
+    return ompi_osc_gpuic_error(status);
+}
+
 int ompi_osc_gpuic_gpu_export(ompi_osc_gpuic_module_t *module, gpuic_cuda_ipc_t *ipc)
 {
     memset(ipc, 0, sizeof(*ipc));
@@ -89,9 +115,8 @@ int ompi_osc_gpuic_gpu_peer_setup(ompi_osc_gpuic_module_t *module, int rank,
         return OMPI_SUCCESS;
     }
     if (!ompi_osc_gpuic_peer_on_node(module, rank)) {
-        gpuic_log(GPUIC_LOG_ERROR, "rank %d's window is device memory on another node: not "
-                  "supported yet", rank);
-        return MPI_ERR_UNSUPPORTED_OPERATION;
+        /* UCX with the key the peer registered (ompi_osc_gpuic_gpu_register) */
+        return peer->win.rkey != NULL ? OMPI_SUCCESS : MPI_ERR_WIN;
     }
     if (gpuic_cuda_ipc_import(ipc, &ptr) != GPUIC_OK) {
         return MPI_ERR_WIN;
@@ -126,6 +151,9 @@ void ompi_osc_gpuic_gpu_cleanup(ompi_osc_gpuic_module_t *module)
         module->dev_error = NULL;
     }
     if (module->gpu_owned) {
+        /* UCX lets go of the memory before the driver frees it */
+        gpuic_mr_deregister(module->mr);
+        module->mr = NULL;
         gpuic_cuda_mem_free(module->base);
         module->base = NULL;
         module->gpu_owned = false;

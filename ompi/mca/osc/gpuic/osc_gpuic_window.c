@@ -465,6 +465,9 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
         if (ompi_osc_gpuic_info_wants_device(info)) {
             /* a failure here (logged there) is agreed on with the peers below */
             rc = ompi_osc_gpuic_gpu_allocate(module, size);
+            if (rc == OMPI_SUCCESS) {
+                rc = ompi_osc_gpuic_gpu_register(module, ctx);
+            }
             *base = module->base;
             break;
         }
@@ -497,7 +500,9 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     default:
         module->base = *base;
         if (ompi_osc_gpuic_gpu_detect(module->base, size)) {
-            module->gpu = true; /* cudaMalloc memory: exported through CUDA IPC, not UCX */
+            /* cudaMalloc memory: CUDA IPC for this node, UCX for the others */
+            module->gpu = true;
+            rc = ompi_osc_gpuic_gpu_register(module, ctx);
         } else if (size > 0) {
             status = gpuic_mr_register(ctx, module->base, size, &module->mr);
             what = "a registration of the window's memory";
