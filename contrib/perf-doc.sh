@@ -11,8 +11,8 @@
 #   --host-csv F    run-bench.sh's results.csv format (default docs/perf-host-2core.csv)
 #   --device-csv F  run-device-bench.sh's results.csv format (default docs/perf-h200-device.csv);
 #                   an empty F leaves that part's blocks as they are
-#   --run-host      run contrib/bench/run-bench.sh --no-build first and copy its results.csv to
-#                   the --host-csv path (the document names the CSV it was made from)
+#   --run-host      run contrib/bench/run-bench.sh --no-build first (after contrib/build.sh) and
+#                   copy its results.csv to the --host-csv path (the document names its CSV)
 #   --run-device    run contrib/bench/run-device-bench.sh --iters 2000 first (needs a GPU) and
 #                   copy its results.csv to the --device-csv path
 #   --host-run TEXT, --device-run TEXT
@@ -35,7 +35,7 @@ while [ $# -gt 0 ]; do
     --host-run) host_run=$2; have_host_run=1; shift ;;
     --device-run) device_run=$2; have_device_run=1; shift ;;
     --doc) doc=$2; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0"; exit 0 ;;
     *) echo "perf-doc: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -43,26 +43,38 @@ done
 command -v python3 >/dev/null 2>&1 || { echo "perf-doc: python3 is needed" >&2; exit 1; }
 
 machine() {
-    echo "$(hostname), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+    local cpu
+    cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')
+    echo "$(hostname), $(nproc) cores, $cpu"
+}
+
+# run_bench NAME SCRIPT ARGS...: runs SCRIPT --out DIR ARGS, prints DIR/results.csv
+run_bench() {
+    local name=$1 script=$2 dir
+    shift 2
+    dir=$top/bench-results/perf-doc-$name-$(date +%Y%m%d-%H%M%S)
+    if ! "$top/contrib/bench/$script" --out "$dir" "$@" >&2 || [ ! -s "$dir/results.csv" ]; then
+        echo "perf-doc: $script failed (see $dir)" >&2
+        return 1
+    fi
+    echo "$dir/results.csv"
 }
 
 if [ "$run_host" = 1 ]; then
-    out=$top/bench-results/perf-doc-host-$(date +%Y%m%d-%H%M%S)
-    "$top/contrib/bench/run-bench.sh" --no-build --out "$out" &&
-        [ -s "$out/results.csv" ] || { echo "perf-doc: run-bench.sh failed (see $out)" >&2; exit 1; }
-    cp "$out/results.csv" "$host_csv" || exit 1
-    [ "$have_host_run" = 1 ] ||
-        host_run="$(machine), $(date -u +%Y-%m-%d), \`contrib/bench/run-bench.sh --no-build --out DIR\`"
-    have_host_run=1
+    csv=$(run_bench host run-bench.sh --no-build) && cp "$csv" "$host_csv" || exit 1
+    if [ "$have_host_run" = 0 ]; then
+        host_run="$(machine), $(date -u +%Y-%m-%d), \`contrib/bench/run-bench.sh --no-build\`"
+        have_host_run=1
+    fi
 fi
 if [ "$run_device" = 1 ]; then
-    out=$top/bench-results/perf-doc-device-$(date +%Y%m%d-%H%M%S)
-    "$top/contrib/bench/run-device-bench.sh" --iters 2000 --out "$out" &&
-        [ -s "$out/results.csv" ] || { echo "perf-doc: run-device-bench.sh failed (see $out)" >&2; exit 1; }
-    cp "$out/results.csv" "$device_csv" || exit 1
-    [ "$have_device_run" = 1 ] ||
-        device_run="$(nvidia-smi -L 2>/dev/null | head -1 | sed 's/ (UUID.*//'), $(machine), $(date -u +%Y-%m-%d), \`contrib/bench/run-device-bench.sh --iters 2000\`"
-    have_device_run=1
+    csv=$(run_bench device run-device-bench.sh --iters 2000) && cp "$csv" "$device_csv" || exit 1
+    if [ "$have_device_run" = 0 ]; then
+        gpu=$(nvidia-smi -L 2>/dev/null | head -1 | sed 's/ (UUID.*//')
+        device_run="$gpu, $(machine), $(date -u +%Y-%m-%d)"
+        device_run+=", \`contrib/bench/run-device-bench.sh --iters 2000\`"
+        have_device_run=1
+    fi
 fi
 
 args=("$doc")

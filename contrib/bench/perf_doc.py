@@ -20,6 +20,7 @@ import re
 import sys
 import textwrap
 
+sys.dont_write_bytecode = True  # no __pycache__ beside bench_report.py in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_report import (HEADLINES, LATENCY, best_peer, pattern_rows, pattern_text,  # noqa: E402
                           read_results, size_text)
@@ -57,7 +58,23 @@ def cell_text(cell, metric):
     return f"{cell.value:.3f}" if metric == LATENCY else f"{cell.value:,.0f}"
 
 
+HOST_FIELDS = ["component", "op", "sync", "size", "metric", "value", "note"]
+DEVICE_FIELDS = ["component", "measure", "size", "value", "unit"]
+
+
+def check_header(path, fields, want):
+    if fields != want:
+        sys.exit(f"perf_doc: {path}: columns {','.join(fields or [])}, expected {','.join(want)}")
+
+
+def no_rows(out, what):
+    """out, or a line saying the CSV has none of what the table shows (header and rule only)."""
+    return out[:-2] + [f"No {what} in this CSV."] if out[-1].startswith("|---") else out
+
+
 def host_lines(csv_path):
+    with open(csv_path, newline="") as f:
+        check_header(csv_path, csv.DictReader(f).fieldnames, HOST_FIELDS)
     cells, components, failures, patterns = read_results(csv_path)
     subject = "gpuic"
     peers = [c for c in components if c != subject]
@@ -139,7 +156,9 @@ class Device:
         self.path = path
         self.values, self.units = {}, {}
         with open(path, newline="") as f:
-            for row in csv.DictReader(f):
+            rows = csv.DictReader(f)
+            check_header(path, rows.fieldnames, DEVICE_FIELDS)
+            for row in rows:
                 try:
                     v = float(row["value"])
                 except ValueError:
@@ -240,6 +259,7 @@ def device_lines(d):
                      ratio_text(d.ratio(("gpuic", "put_bw", size), ("nvshmem", "put_bw", size)))))
     out += ["", "| measure | gpuic | NVSHMEM | ratio |", "|---|---:|---:|---:|"]
     out += [f"| {a} | {b} | {c} | {r} |" for a, b, c, r in rows]
+    out = no_rows(out, "`gpuic` rows")
     floors = [(label, d.text("floor", m)) for label, m in FLOORS if d.get("floor", m)]
     if floors:
         out += ["", "Floors measured in the same run:", "", "| floor | time |", "|---|---:|"]
@@ -290,7 +310,7 @@ def proxy_lines(d):
         line = (f"| put bandwidth, {size_text(size)} | {d.text('proxy', 'put_bw', size)} | | "
                 f"{d.text('gpuic', 'put_bw', size)} |")
         out.append(line + (" |" if forced else ""))
-    return out
+    return no_rows(out, "`proxy` rows")
 
 
 # (label, gpuic measure, peer component, peer measure)
@@ -325,6 +345,7 @@ def stream_lines(d):
         peer = d.text(pc, pm) if pc else ""
         r = ratio_text(d.ratio(("gpuic", m, 8), (pc, pm, 8))) if pc else ""
         out.append(f"| {label} | {d.text('gpuic', m)} | {peer} | {r} |")
+    out = no_rows(out, "`stream_bench` rows")
     loop = d.best("host", "host_put_fence_epoch") or d.best("host", "host_put_flush")
     graph = d.best("gpuic", "graph_epoch")
     floors = [(label, d.text(c, m)) for label, c, m in STREAM_FLOORS if d.get(c, m)]
