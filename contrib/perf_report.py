@@ -52,7 +52,7 @@ def host_section(out, lines):
     if not os.path.exists(path):
         lines += ["## Host RMA: gpuic vs Open MPI's osc components", "", "Not measured (see status).", ""]
         return
-    cells, components, _ = read_results(path)
+    cells, components, _, _ = read_results(path)
     peers = [c for c in components if c != "gpuic"]
     lines += ["## Host RMA: gpuic vs Open MPI's osc components", "",
               "`osc_bench` (two ranks, one node) under each component; latency is one operation "
