@@ -48,13 +48,6 @@ static int ompi_osc_gpuic_stream_sync_launch(const ompi_osc_gpuic_stream_state_t
                                         stream, a);
 }
 
-/* An access epoch may open: none is open, or only a fence epoch. */
-static bool ompi_osc_gpuic_stream_may_open(const ompi_osc_gpuic_stream_state_t *st)
-{
-    return st->epoch == OMPI_OSC_GPUIC_STREAM_EPOCH_NONE ||
-           st->epoch == OMPI_OSC_GPUIC_STREAM_EPOCH_FENCE;
-}
-
 /* Fills @p bits with the window ranks of @p group, each one sync-reachable. */
 static int ompi_osc_gpuic_stream_group_bits(ompi_osc_gpuic_module_t *module,
                                             const ompi_osc_gpuic_stream_state_t *st,
@@ -79,95 +72,145 @@ static int ompi_osc_gpuic_stream_group_bits(ompi_osc_gpuic_module_t *module,
     return rc;
 }
 
-int ompi_osc_gpuic_stream_fence(int mpi_assert, struct ompi_win_t *win, void *stream)
+/*
+ * What every epoch call begins with: the window's stream state, @p mpi_assert checked against
+ * @p allowed, the synchronization kernels' arguments in @p a, and with @p grouped the ranks of
+ * @p group in a->group.
+ */
+static int ompi_osc_gpuic_stream_epoch_begin(struct ompi_win_t *win, int mpi_assert, int allowed,
+                                             bool grouped, struct ompi_group_t *group,
+                                             ompi_osc_gpuic_stream_state_t **st_p,
+                                             mpix_gpuic_stream_sync_args_t *a)
 {
     ompi_osc_gpuic_module_t *module;
-    ompi_osc_gpuic_stream_state_t *st;
-    mpix_gpuic_stream_sync_args_t a;
-    int rc = ompi_osc_gpuic_stream_state_get(win, &module, &st), i;
+    int rc = ompi_osc_gpuic_stream_state_get(win, &module, st_p);
 
     if (rc == MPI_SUCCESS) {
-        rc = ompi_osc_gpuic_stream_check_assert(mpi_assert,
-                                                MPI_MODE_NOSTORE | MPI_MODE_NOPUT |
-                                                    MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED);
+        rc = ompi_osc_gpuic_stream_check_assert(mpi_assert, allowed);
     }
+    if (rc == MPI_SUCCESS) {
+        ompi_osc_gpuic_stream_sync_args(*st_p, a);
+        if (grouped) {
+            rc = ompi_osc_gpuic_stream_group_bits(module, *st_p, group, a->group);
+        }
+    }
+    return rc;
+}
+
+/*
+ * Opens access epoch @p next (fence, lock_all, start) with kernel @p kernel when no epoch but a
+ * fence one is open, recording a->group as the epoch's group when @p record (the closing call
+ * gives back what the opening one took).  MPI_ERR_RMA_SYNC when another epoch is open.
+ */
+static int ompi_osc_gpuic_stream_epoch_open(ompi_osc_gpuic_stream_state_t *st, int kernel,
+                                            void *stream, mpix_gpuic_stream_sync_args_t *a,
+                                            ompi_osc_gpuic_stream_epoch_t next, bool record)
+{
+    int rc;
+
+    pthread_mutex_lock(&st->lock);
+    rc = st->epoch == OMPI_OSC_GPUIC_STREAM_EPOCH_NONE ||
+                 st->epoch == OMPI_OSC_GPUIC_STREAM_EPOCH_FENCE
+             ? ompi_osc_gpuic_stream_sync_launch(st, kernel, stream, a)
+             : MPI_ERR_RMA_SYNC;
+    if (rc == MPI_SUCCESS) {
+        st->epoch = next;
+        if (record) {
+            memcpy(st->start_group, a->group, sizeof(a->group));
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+int ompi_osc_gpuic_stream_fence(int mpi_assert, struct ompi_win_t *win, void *stream)
+{
+    ompi_osc_gpuic_stream_state_t *st;
+    mpix_gpuic_stream_sync_args_t a;
+    int rc, i;
+
+    rc = ompi_osc_gpuic_stream_epoch_begin(win, mpi_assert,
+                                           MPI_MODE_NOSTORE | MPI_MODE_NOPUT |
+                                               MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED,
+                                           false, NULL, &st, &a);
     for (i = 0; rc == MPI_SUCCESS && i < st->nranks; ++i) {
         rc = ompi_osc_gpuic_stream_check_reach(st, i, OMPI_OSC_GPUIC_STREAM_REACH_SYNC);
     }
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    ompi_osc_gpuic_stream_sync_args(st, &a);
-    pthread_mutex_lock(&st->lock);
-    rc = ompi_osc_gpuic_stream_may_open(st)
-             ? ompi_osc_gpuic_stream_sync_launch(st, MPIX_GPUIC_K_FENCE, stream, &a)
-             : MPI_ERR_RMA_SYNC;
-    if (rc == MPI_SUCCESS) {
-        st->epoch = (mpi_assert & MPI_MODE_NOSUCCEED) ? OMPI_OSC_GPUIC_STREAM_EPOCH_NONE
-                                                      : OMPI_OSC_GPUIC_STREAM_EPOCH_FENCE;
-    }
-    pthread_mutex_unlock(&st->lock);
-    return rc;
+    return ompi_osc_gpuic_stream_epoch_open(st, MPIX_GPUIC_K_FENCE, stream, &a,
+                                            (mpi_assert & MPI_MODE_NOSUCCEED)
+                                                ? OMPI_OSC_GPUIC_STREAM_EPOCH_NONE
+                                                : OMPI_OSC_GPUIC_STREAM_EPOCH_FENCE,
+                                            false);
 }
 
 int ompi_osc_gpuic_stream_lock_all(int mpi_assert, struct ompi_win_t *win, void *stream)
 {
-    ompi_osc_gpuic_module_t *module;
     ompi_osc_gpuic_stream_state_t *st;
     mpix_gpuic_stream_sync_args_t a;
-    int rc = ompi_osc_gpuic_stream_state_get(win, &module, &st), i;
+    int rc, i;
 
-    if (rc == MPI_SUCCESS) {
-        rc = ompi_osc_gpuic_stream_check_assert(mpi_assert, MPI_MODE_NOCHECK);
-    }
+    rc = ompi_osc_gpuic_stream_epoch_begin(win, mpi_assert, MPI_MODE_NOCHECK, false, NULL, &st,
+                                           &a);
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    ompi_osc_gpuic_stream_sync_args(st, &a);
-    /* Shared access to every target the lock words can be reached for. */
+    /* Shared access to every target the lock words can be reached for; unlock_all gives
+     * these back. */
     for (i = 0; i < st->nranks && i < MPIX_GPUIC_STREAM_GROUP_MAX; ++i) {
         if (ompi_osc_gpuic_stream_check_reach(st, i, OMPI_OSC_GPUIC_STREAM_REACH_SYNC) ==
             MPI_SUCCESS) {
             a.group[i / 64] |= 1ull << (i % 64);
         }
     }
-    pthread_mutex_lock(&st->lock);
-    rc = ompi_osc_gpuic_stream_may_open(st)
-             ? ompi_osc_gpuic_stream_sync_launch(st, MPIX_GPUIC_K_LOCK_ALL, stream, &a)
-             : MPI_ERR_RMA_SYNC;
-    if (rc == MPI_SUCCESS) {
-        st->epoch = OMPI_OSC_GPUIC_STREAM_EPOCH_LOCK_ALL;
-        memcpy(st->start_group, a.group, sizeof(a.group)); /* unlock_all gives these back */
-    }
-    pthread_mutex_unlock(&st->lock);
-    return rc;
+    return ompi_osc_gpuic_stream_epoch_open(st, MPIX_GPUIC_K_LOCK_ALL, stream, &a,
+                                            OMPI_OSC_GPUIC_STREAM_EPOCH_LOCK_ALL, true);
 }
 
-/*
- * Ends the access epoch @p open (lock_all or start) with kernel @p kernel, which gives back
- * what the opening call took for the group it recorded: the closing half of unlock_all and
- * complete.  MPI_ERR_RMA_SYNC when that epoch is not open.
- */
-static int ompi_osc_gpuic_stream_epoch_close(struct ompi_win_t *win, void *stream,
-                                             ompi_osc_gpuic_stream_epoch_t open, int kernel)
+int ompi_osc_gpuic_stream_start(struct ompi_group_t *group, int mpi_assert,
+                                struct ompi_win_t *win, void *stream)
 {
-    ompi_osc_gpuic_module_t *module;
     ompi_osc_gpuic_stream_state_t *st;
     mpix_gpuic_stream_sync_args_t a;
-    int rc = ompi_osc_gpuic_stream_state_get(win, &module, &st);
+    int rc = ompi_osc_gpuic_stream_epoch_begin(win, mpi_assert, MPI_MODE_NOCHECK, true, group,
+                                               &st, &a);
 
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    ompi_osc_gpuic_stream_sync_args(st, &a);
+    return ompi_osc_gpuic_stream_epoch_open(st, MPIX_GPUIC_K_START, stream, &a,
+                                            OMPI_OSC_GPUIC_STREAM_EPOCH_START, true);
+}
+
+/*
+ * Ends an epoch with kernel @p kernel, which gives back what the opening call took for the
+ * group it recorded: with @p exposure the exposure epoch post opened (wait), else the access
+ * epoch @p open (lock_all or start: unlock_all, complete).  MPI_ERR_RMA_SYNC when that epoch
+ * is not open.
+ */
+static int ompi_osc_gpuic_stream_epoch_close(struct ompi_win_t *win, void *stream,
+                                             bool exposure, ompi_osc_gpuic_stream_epoch_t open,
+                                             int kernel)
+{
+    ompi_osc_gpuic_stream_state_t *st;
+    mpix_gpuic_stream_sync_args_t a;
+    int rc = ompi_osc_gpuic_stream_epoch_begin(win, 0, 0, false, NULL, &st, &a);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
     pthread_mutex_lock(&st->lock);
-    if (st->epoch != open) {
+    if (exposure ? !st->exposed : st->epoch != open) {
         rc = MPI_ERR_RMA_SYNC;
     } else {
-        memcpy(a.group, st->start_group, sizeof(a.group));
+        memcpy(a.group, exposure ? st->post_group : st->start_group, sizeof(a.group));
         rc = ompi_osc_gpuic_stream_sync_launch(st, kernel, stream, &a);
     }
-    if (rc == MPI_SUCCESS) {
+    if (rc == MPI_SUCCESS && exposure) {
+        st->exposed = false;
+    } else if (rc == MPI_SUCCESS) {
         st->epoch = OMPI_OSC_GPUIC_STREAM_EPOCH_NONE;
     }
     pthread_mutex_unlock(&st->lock);
@@ -176,26 +219,29 @@ static int ompi_osc_gpuic_stream_epoch_close(struct ompi_win_t *win, void *strea
 
 int ompi_osc_gpuic_stream_unlock_all(struct ompi_win_t *win, void *stream)
 {
-    return ompi_osc_gpuic_stream_epoch_close(win, stream, OMPI_OSC_GPUIC_STREAM_EPOCH_LOCK_ALL,
+    return ompi_osc_gpuic_stream_epoch_close(win, stream, false,
+                                             OMPI_OSC_GPUIC_STREAM_EPOCH_LOCK_ALL,
                                              MPIX_GPUIC_K_UNLOCK_ALL);
 }
 
+int ompi_osc_gpuic_stream_complete(struct ompi_win_t *win, void *stream)
+{
+    return ompi_osc_gpuic_stream_epoch_close(win, stream, false,
+                                             OMPI_OSC_GPUIC_STREAM_EPOCH_START,
+                                             MPIX_GPUIC_K_COMPLETE);
+}
+
+/* The exposure epoch: post opens it (one at a time), wait closes it with post's group. */
 int ompi_osc_gpuic_stream_post(struct ompi_group_t *group, int mpi_assert,
                                struct ompi_win_t *win, void *stream)
 {
-    ompi_osc_gpuic_module_t *module;
     ompi_osc_gpuic_stream_state_t *st;
     mpix_gpuic_stream_sync_args_t a;
-    int rc = ompi_osc_gpuic_stream_state_get(win, &module, &st);
+    int rc = ompi_osc_gpuic_stream_epoch_begin(win, mpi_assert,
+                                               MPI_MODE_NOCHECK | MPI_MODE_NOSTORE |
+                                                   MPI_MODE_NOPUT,
+                                               true, group, &st, &a);
 
-    if (rc == MPI_SUCCESS) {
-        rc = ompi_osc_gpuic_stream_check_assert(mpi_assert, MPI_MODE_NOCHECK | MPI_MODE_NOSTORE |
-                                                                MPI_MODE_NOPUT);
-    }
-    if (rc == MPI_SUCCESS) {
-        ompi_osc_gpuic_stream_sync_args(st, &a);
-        rc = ompi_osc_gpuic_stream_group_bits(module, st, group, a.group);
-    }
     if (rc != MPI_SUCCESS) {
         return rc;
     }
@@ -210,65 +256,10 @@ int ompi_osc_gpuic_stream_post(struct ompi_group_t *group, int mpi_assert,
     return rc;
 }
 
-int ompi_osc_gpuic_stream_start(struct ompi_group_t *group, int mpi_assert,
-                                struct ompi_win_t *win, void *stream)
-{
-    ompi_osc_gpuic_module_t *module;
-    ompi_osc_gpuic_stream_state_t *st;
-    mpix_gpuic_stream_sync_args_t a;
-    int rc = ompi_osc_gpuic_stream_state_get(win, &module, &st);
-
-    if (rc == MPI_SUCCESS) {
-        rc = ompi_osc_gpuic_stream_check_assert(mpi_assert, MPI_MODE_NOCHECK);
-    }
-    if (rc == MPI_SUCCESS) {
-        ompi_osc_gpuic_stream_sync_args(st, &a);
-        rc = ompi_osc_gpuic_stream_group_bits(module, st, group, a.group);
-    }
-    if (rc != MPI_SUCCESS) {
-        return rc;
-    }
-    pthread_mutex_lock(&st->lock);
-    rc = ompi_osc_gpuic_stream_may_open(st)
-             ? ompi_osc_gpuic_stream_sync_launch(st, MPIX_GPUIC_K_START, stream, &a)
-             : MPI_ERR_RMA_SYNC;
-    if (rc == MPI_SUCCESS) {
-        st->epoch = OMPI_OSC_GPUIC_STREAM_EPOCH_START;
-        memcpy(st->start_group, a.group, sizeof(a.group));
-    }
-    pthread_mutex_unlock(&st->lock);
-    return rc;
-}
-
-int ompi_osc_gpuic_stream_complete(struct ompi_win_t *win, void *stream)
-{
-    return ompi_osc_gpuic_stream_epoch_close(win, stream, OMPI_OSC_GPUIC_STREAM_EPOCH_START,
-                                             MPIX_GPUIC_K_COMPLETE);
-}
-
 int ompi_osc_gpuic_stream_wait(struct ompi_win_t *win, void *stream)
 {
-    ompi_osc_gpuic_module_t *module;
-    ompi_osc_gpuic_stream_state_t *st;
-    mpix_gpuic_stream_sync_args_t a;
-    int rc = ompi_osc_gpuic_stream_state_get(win, &module, &st);
-
-    if (rc != MPI_SUCCESS) {
-        return rc;
-    }
-    ompi_osc_gpuic_stream_sync_args(st, &a);
-    pthread_mutex_lock(&st->lock);
-    if (!st->exposed) {
-        rc = MPI_ERR_RMA_SYNC;
-    } else {
-        memcpy(a.group, st->post_group, sizeof(a.group));
-        rc = ompi_osc_gpuic_stream_sync_launch(st, MPIX_GPUIC_K_WAIT, stream, &a);
-    }
-    if (rc == MPI_SUCCESS) {
-        st->exposed = false;
-    }
-    pthread_mutex_unlock(&st->lock);
-    return rc;
+    return ompi_osc_gpuic_stream_epoch_close(win, stream, true, OMPI_OSC_GPUIC_STREAM_EPOCH_NONE,
+                                             MPIX_GPUIC_K_WAIT);
 }
 
 /* The table libmpix_gpuic forwards the MPIX_*_enqueue calls through (osc_gpuic_ext.h). */

@@ -192,6 +192,28 @@ static bool ompi_osc_gpuic_stream_self_completing(const ompi_osc_gpuic_stream_st
     return st->peers[rank].data_path == MPIX_GPUIC_DEVICE_PATH_P2P;
 }
 
+/* The window's stream state and a valid target rank: how every call on a target begins. */
+static int ompi_osc_gpuic_stream_target_begin(struct ompi_win_t *win, int target,
+                                              ompi_osc_gpuic_module_t **module_p,
+                                              ompi_osc_gpuic_stream_state_t **st_p)
+{
+    int rc = ompi_osc_gpuic_stream_state_get(win, module_p, st_p);
+
+    return rc == MPI_SUCCESS ? ompi_osc_gpuic_stream_check_rank(*st_p, target) : rc;
+}
+
+/* The device reaches @p target's window and an access epoch covers it (a passive-target one
+ * when @p passive): how every call on a target ends its checks. */
+static int ompi_osc_gpuic_stream_target_ready(ompi_osc_gpuic_module_t *module,
+                                              ompi_osc_gpuic_stream_state_t *st, int target,
+                                              bool passive)
+{
+    int rc = ompi_osc_gpuic_stream_check_reach(st, target, OMPI_OSC_GPUIC_STREAM_REACH_DATA);
+
+    return rc == MPI_SUCCESS ? ompi_osc_gpuic_stream_check_access(module, st, target, passive)
+                             : rc;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Put and get.                                                                             */
 
@@ -209,10 +231,7 @@ static int ompi_osc_gpuic_stream_xfer(bool is_put, void *origin, int ocount,
     unsigned grid, block;
     int rc;
 
-    rc = ompi_osc_gpuic_stream_state_get(win, &module, &st);
-    if (rc == MPI_SUCCESS) {
-        rc = ompi_osc_gpuic_stream_check_rank(st, target);
-    }
+    rc = ompi_osc_gpuic_stream_target_begin(win, target, &module, &st);
     if (rc == MPI_SUCCESS) {
         rc = ompi_osc_gpuic_stream_contig(ocount, odt, &obytes, &olb);
     }
@@ -237,10 +256,7 @@ static int ompi_osc_gpuic_stream_xfer(bool is_put, void *origin, int ocount,
         rc = ompi_osc_gpuic_stream_check_range(module, target, tdisp, tcount, tdt);
     }
     if (rc == MPI_SUCCESS) {
-        rc = ompi_osc_gpuic_stream_check_reach(st, target, OMPI_OSC_GPUIC_STREAM_REACH_DATA);
-    }
-    if (rc == MPI_SUCCESS) {
-        rc = ompi_osc_gpuic_stream_check_access(module, st, target, false);
+        rc = ompi_osc_gpuic_stream_target_ready(module, st, target, false);
     }
     if (rc != MPI_SUCCESS || obytes == 0) {
         return rc;
@@ -302,11 +318,8 @@ static int ompi_osc_gpuic_stream_atomic_prepare(struct ompi_win_t *win,
     ompi_osc_gpuic_stream_state_t *st = NULL;
     long per = 0;
     int type = 0;
-    int rc = ompi_osc_gpuic_stream_state_get(win, &module, &st);
+    int rc = ompi_osc_gpuic_stream_target_begin(win, target, &module, &st);
 
-    if (rc == MPI_SUCCESS) {
-        rc = ompi_osc_gpuic_stream_check_rank(st, target);
-    }
     if (rc == MPI_SUCCESS) {
         rc = ompi_osc_gpuic_stream_elem_type(dt, 0, &type, &per);
         if (rc == MPI_SUCCESS && per != 1) {
@@ -317,10 +330,7 @@ static int ompi_osc_gpuic_stream_atomic_prepare(struct ompi_win_t *win,
         rc = ompi_osc_gpuic_stream_check_range(module, target, tdisp, 1, dt);
     }
     if (rc == MPI_SUCCESS) {
-        rc = ompi_osc_gpuic_stream_check_reach(st, target, OMPI_OSC_GPUIC_STREAM_REACH_DATA);
-    }
-    if (rc == MPI_SUCCESS) {
-        rc = ompi_osc_gpuic_stream_check_access(module, st, target, false);
+        rc = ompi_osc_gpuic_stream_target_ready(module, st, target, false);
     }
     memset(a, 0, sizeof(*a));
     a->win = rc == MPI_SUCCESS ? (MPIX_Win_device)st->win : NULL;
@@ -345,10 +355,7 @@ int ompi_osc_gpuic_stream_accumulate(const void *origin, int ocount,
     size_t bytes = 0;
     uint64_t dptr = 0;
 
-    rc = ompi_osc_gpuic_stream_state_get(win, &module, &st);
-    if (rc == MPI_SUCCESS) {
-        rc = ompi_osc_gpuic_stream_check_rank(st, target);
-    }
+    rc = ompi_osc_gpuic_stream_target_begin(win, target, &module, &st);
     if (rc == MPI_SUCCESS && (ocount < 0 || tcount < 0)) {
         rc = MPI_ERR_COUNT;
     }
@@ -375,10 +382,7 @@ int ompi_osc_gpuic_stream_accumulate(const void *origin, int ocount,
         rc = ompi_osc_gpuic_stream_check_range(module, target, tdisp, tcount, tdt);
     }
     if (rc == MPI_SUCCESS) {
-        rc = ompi_osc_gpuic_stream_check_reach(st, target, OMPI_OSC_GPUIC_STREAM_REACH_DATA);
-    }
-    if (rc == MPI_SUCCESS) {
-        rc = ompi_osc_gpuic_stream_check_access(module, st, target, false);
+        rc = ompi_osc_gpuic_stream_target_ready(module, st, target, false);
     }
     if (rc != MPI_SUCCESS || bytes == 0) {
         return rc;
@@ -456,20 +460,20 @@ static int ompi_osc_gpuic_stream_flush_any(int kernel, int target, struct ompi_w
     ompi_osc_gpuic_module_t *module;
     ompi_osc_gpuic_stream_state_t *st;
     mpix_gpuic_stream_rma_args_t a;
-    int rc = ompi_osc_gpuic_stream_state_get(win, &module, &st), i;
+    int rc, i;
 
-    if (rc == MPI_SUCCESS && kernel != MPIX_GPUIC_K_FLUSH_ALL) {
-        rc = ompi_osc_gpuic_stream_check_rank(st, target);
+    if (kernel != MPIX_GPUIC_K_FLUSH_ALL) {
+        rc = ompi_osc_gpuic_stream_target_begin(win, target, &module, &st);
         if (rc == MPI_SUCCESS) {
-            rc = ompi_osc_gpuic_stream_check_reach(st, target, OMPI_OSC_GPUIC_STREAM_REACH_DATA);
+            rc = ompi_osc_gpuic_stream_target_ready(module, st, target, true);
         }
+    } else {
+        rc = ompi_osc_gpuic_stream_state_get(win, &module, &st);
         if (rc == MPI_SUCCESS) {
-            rc = ompi_osc_gpuic_stream_check_access(module, st, target, true);
-        }
-    } else if (rc == MPI_SUCCESS) {
-        /* flush_all: a passive epoch covering the targets (any one tells) */
-        for (i = 0, rc = MPI_ERR_RMA_SYNC; i < st->nranks && rc != MPI_SUCCESS; ++i) {
-            rc = ompi_osc_gpuic_stream_check_access(module, st, i, true);
+            /* flush_all: a passive epoch covering the targets (any one tells) */
+            for (i = 0, rc = MPI_ERR_RMA_SYNC; i < st->nranks && rc != MPI_SUCCESS; ++i) {
+                rc = ompi_osc_gpuic_stream_check_access(module, st, i, true);
+            }
         }
     }
     if (rc != MPI_SUCCESS) {
