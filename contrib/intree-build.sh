@@ -4,11 +4,12 @@
 # On Debian 12, as root: fetches Debian's Open MPI 4.1.4 source (adding a deb-src entry for the
 # archive apt already uses when there is none), installs the few packages a minimal Open MPI
 # build needs, drops the component (ompi/mca/osc/gpuic, with Makefile.ompi.am installed as its
-# Makefile.am), libgpuic (opal/gpuic) and the headers it shares (ompi/include/gpuic_shared) into the
-# tree, runs Open MPI's autogen.pl and configure (C only, no OSHMEM, no ROMIO, Debian's external
-# PMIx/hwloc/libevent, --with-ucx), installs into its own prefix, checks that ompi_info of that
-# prefix lists "osc: gpuic", and runs gpuic's core MPI tests with that installation's mpicc and
-# mpirun --mca osc gpuic.  Ends with one line "intree-build: PASS|FAIL ..." and the elapsed time.
+# Makefile.am), libgpuic (opal/gpuic) and the headers it shares (ompi/include/gpuic_shared)
+# into the tree, runs Open MPI's autogen.pl and configure (C only, no OSHMEM, no ROMIO, Debian's
+# external PMIx/hwloc/libevent, --with-ucx), installs into its own prefix, checks that
+# ompi_info of that prefix lists "osc: gpuic", and runs gpuic's core MPI tests with that
+# installation's mpicc and mpirun --mca osc gpuic.  Ends with one line
+# "intree-build: PASS|FAIL ..." and the elapsed time.
 #
 # Usage: contrib/intree-build.sh [--test-only] [WORKDIR]   (default WORKDIR: _intree in the repository)
 #   --test-only: skip fetching and building; check and test the installation a previous run
