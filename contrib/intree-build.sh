@@ -4,11 +4,12 @@
 # On Debian 12, as root: fetches Debian's Open MPI 4.1.4 source (adding a deb-src entry for the
 # archive apt already uses when there is none), installs the few packages a minimal Open MPI
 # build needs, drops the component (ompi/mca/osc/gpuic, with Makefile.ompi.am installed as its
-# Makefile.am), libgpuic (opal/gpuic) and the device-types header (ompi/mpiext/gpuic) into the
-# tree, runs Open MPI's autogen.pl and configure (C only, no OSHMEM, no ROMIO, Debian's external
-# PMIx/hwloc/libevent, --with-ucx), installs into its own prefix, checks that ompi_info of that
-# prefix lists "osc: gpuic", and runs gpuic's core MPI tests with that installation's mpicc and
-# mpirun --mca osc gpuic.  Ends with one line "intree-build: PASS|FAIL ..." and the elapsed time.
+# Makefile.am), libgpuic (opal/gpuic) and the headers it shares (ompi/include/gpuic_shared)
+# into the tree, runs Open MPI's autogen.pl and configure (C only, no OSHMEM, no ROMIO, Debian's
+# external PMIx/hwloc/libevent, --with-ucx), installs into its own prefix, checks that
+# ompi_info of that prefix lists "osc: gpuic", and runs gpuic's core MPI tests with that
+# installation's mpicc and mpirun --mca osc gpuic.  Ends with one line
+# "intree-build: PASS|FAIL ..." and the elapsed time.
 #
 # Usage: contrib/intree-build.sh [--test-only] [WORKDIR]   (default WORKDIR: _intree in the repository)
 #   --test-only: skip fetching and building; check and test the installation a previous run
@@ -98,10 +99,11 @@ if [ $test_only = no ]; then
     cp -a "$top/ompi/mca/osc/gpuic" "$src/ompi/mca/osc/gpuic"
     mv "$src/ompi/mca/osc/gpuic/Makefile.ompi.am" "$src/ompi/mca/osc/gpuic/Makefile.am"
     rm -rf "$src/ompi/mca/osc/gpuic/compat"
-    mkdir -p "$src/opal/gpuic" "$src/ompi/mpiext/gpuic"
+    mkdir -p "$src/opal/gpuic" "$src/ompi/include/gpuic_shared"
     cp -a "$top"/opal/gpuic/*.[ch] "$top/opal/gpuic/libgpuic_sources.am" "$src/opal/gpuic/"
-    # mpiext has no configure.m4 here, so Open MPI's build does not treat it as an extension.
-    cp -a "$top/ompi/mpiext/gpuic/mpix_gpuic_device_types.h" "$src/ompi/mpiext/gpuic/"
+    # Headers only: Open MPI's build has no Makefile for this folder and installs none of it.
+    cp -a "$top"/ompi/include/gpuic_shared/*.h "$top"/ompi/include/gpuic_shared/*.cuh \
+        "$src/ompi/include/gpuic_shared/"
     # Build products a developer's checkout may hold must not reach the tree.
     find "$src/ompi/mca/osc/gpuic" "$src/opal/gpuic" \
          \( -name '*.o' -o -name '*.lo' -o -name '*.la' -o -name .libs -o -name .deps \

@@ -93,8 +93,8 @@ echo "== the parts of a device put through the proxy, alone (queue_floor)"
     echo "queue_floor failed or was skipped (exit $?)"
 
 echo "== register cost"
-nvcc -arch=sm_90 -O2 -DOMPI_SKIP_MPICXX $(mpicc --showme:compile) -I"$top/ompi/mpiext/gpuic" \
-    -I"$build/ompi/mpiext/gpuic" -I"$top/opal" -Xptxas -v -c "$top/contrib/bench/regcount.cu" -o /dev/null 2>&1 |
+nvcc -arch=sm_90 -O2 -DOMPI_SKIP_MPICXX $(mpicc --showme:compile) -I"$top/ompi/include/gpuic_shared" \
+    -I"$top/opal" -Xptxas -v -c "$top/contrib/bench/regcount.cu" -o /dev/null 2>&1 |
     awk '/Compiling entry/ {k=$0; sub(/.*entry function .?/, "", k); sub(/. for.*/, "", k)}
          /Used [0-9]+ registers/ {print k ": " $5 " registers"}' | tee "$out/registers.txt"
 

@@ -146,7 +146,7 @@ __global__ void k_empty(void)
 {
 }
 
-/* An empty kernel with the stream kernels' prologue (mpix_gpuic_stream_kernels.cu): let the next
+/* An empty kernel with the stream kernels' prologue (osc_gpuic_stream_kernels.cu): let the next
  * kernel be scheduled, then wait for the previous one. */
 __global__ void k_empty_pdl(void)
 {

@@ -28,7 +28,7 @@ SAN=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
 # mpi.h is read for the error classes only: nothing is linked from MPI
 mpi_cflags=$(pkg-config --cflags ompi 2>/dev/null || mpicc --showme:compile)
 # shellcheck disable=SC2086
-"$CLANG" "${SAN[@]}" $mpi_cflags -I"$top/ompi/mpiext/gpuic" \
+"$CLANG" "${SAN[@]}" $mpi_cflags -I"$top/ompi/include/gpuic_shared" \
     "$top/test/fuzz/fuzz_mpix_args.c" -o "$build/fuzz_mpix_args" || exit 1
 
 # New inputs go to scratch directories; the committed corpora are only read.

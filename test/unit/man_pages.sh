@@ -12,7 +12,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 mandir="$top/docs/man/man3"
-headers="$top/ompi/mpiext/gpuic/mpix_gpuic.h $top/ompi/mpiext/gpuic/mpix_gpuic_device.cuh"
+headers="$top/ompi/mpiext/gpuic/mpix_gpuic.h $top/ompi/include/gpuic_shared/mpix_gpuic_device.cuh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 problems=0

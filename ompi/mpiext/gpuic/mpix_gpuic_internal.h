@@ -15,8 +15,4 @@
 /** The extension block of a gpuic window, or NULL for any other window. */
 MPIX_GPUIC_HIDDEN ompi_osc_gpuic_ext_t *mpix_gpuic_ext(MPI_Win win);
 
-/** The stream kernels' image (mpix_gpuic_stream_kernels.cu, embedded at build time). */
-MPIX_GPUIC_HIDDEN extern const unsigned char mpix_gpuic_stream_image[];
-MPIX_GPUIC_HIDDEN extern const size_t mpix_gpuic_stream_image_len;
-
 #endif /* MPIX_GPUIC_INTERNAL_H */

@@ -641,6 +641,12 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
                                     ptrdiff_t target_disp, struct ompi_win_t *win);
 
 /* Active target (osc_gpuic_active_target.c) */
+/**
+ * Translates @p group to ranks of the window's communicator: *ranks_p (freed by the caller)
+ * holds *n_p ranks.  MPI_ERR_GROUP if one is not in it.
+ */
+int ompi_osc_gpuic_group_ranks(ompi_osc_gpuic_module_t *module, struct ompi_group_t *group,
+                               int **ranks_p, int *n_p);
 int ompi_osc_gpuic_fence(int mpi_assert, struct ompi_win_t *win);
 int ompi_osc_gpuic_start(struct ompi_group_t *group, int mpi_assert, struct ompi_win_t *win);
 int ompi_osc_gpuic_complete(struct ompi_win_t *win);
@@ -699,7 +705,7 @@ static inline int ompi_osc_gpuic_sync_result(ompi_osc_gpuic_module_t *module, in
     return ompi_osc_gpuic_device_error(module);
 }
 
-/* Stream-triggered calls (osc_gpuic_stream.c) */
+/* Stream-triggered calls (osc_gpuic_stream*.c; osc_gpuic_stream.h lists the files) */
 /**
  * Collective, at window creation: when any process of the window has device memory, gives
  * each process that can a sync block and maps the same-node peers' blocks.  A process that
@@ -708,8 +714,9 @@ static inline int ompi_osc_gpuic_sync_result(ompi_osc_gpuic_module_t *module, in
 int ompi_osc_gpuic_stream_setup(ompi_osc_gpuic_module_t *module);
 /** Unmaps and frees what ompi_osc_gpuic_stream_setup() built. */
 void ompi_osc_gpuic_stream_cleanup(ompi_osc_gpuic_module_t *module);
-/** ext entry points of the stream-triggered calls (osc_gpuic_stream_ext.h). */
-extern const struct ompi_osc_gpuic_stream_ops ompi_osc_gpuic_stream_ops;
+/** ext entry points of the stream-triggered calls (osc_gpuic_ext.h); NULL when the component
+ *  was built without their kernels. */
+extern const ompi_osc_gpuic_stream_ops_t *const ompi_osc_gpuic_stream_ops;
 
 /** Log helper: this process's rank in the window. */
 static inline int ompi_osc_gpuic_rank(const ompi_osc_gpuic_module_t *module)

@@ -17,9 +17,8 @@
 
 #include "osc_gpuic.h"
 
-/* Translates a group to ranks of the window's communicator; MPI_ERR_GROUP if one is not in it. */
-static int ompi_osc_gpuic_group_ranks(ompi_osc_gpuic_module_t *module, struct ompi_group_t *group,
-                                      int **ranks_p, int *n_p)
+int ompi_osc_gpuic_group_ranks(ompi_osc_gpuic_module_t *module, struct ompi_group_t *group,
+                               int **ranks_p, int *n_p)
 {
     int n = ompi_group_size(group), i, rc;
     int *in = calloc(n > 0 ? n : 1, sizeof(int)), *out = calloc(n > 0 ? n : 1, sizeof(int));

@@ -1,14 +1,15 @@
 /*
- * Component support of the stream-triggered calls (MPIX_*_enqueue, mpix_gpuic_stream.c):
+ * The stream-triggered calls (MPIX_*_enqueue), the window's side:
  *
  *  - per GPU window, a sync block in device memory per process (layout in
  *    mpix_gpuic_stream_layout.h), exported to same-node peers through CUDA IPC like the window
  *    memory, and a device handle describing the blocks as a byte-addressed window, so that the
  *    synchronization kernels reach them with the device API;
  *  - a host copy of what the window's device handle says of each target, for the checks made
- *    at enqueue time;
- *  - kernel launches through the run-time-loaded driver (modules loaded once per context),
- *    with programmatic dependent launch where the loaded code allows it.
+ *    at enqueue time, and those checks (reach, access epoch, buffers).
+ *
+ * The calls themselves are in osc_gpuic_stream_rma.c and osc_gpuic_stream_epoch.c, the kernel
+ * launches in osc_gpuic_stream_launch.c (osc_gpuic_stream.h lists them).
  */
 #include "ompi_config.h"
 
@@ -19,21 +20,7 @@
 #include "ompi/proc/proc.h"
 
 #include "osc_gpuic.h"
-#include "osc_gpuic_stream_ext.h"
-
-/** What a window keeps for the stream-triggered calls. */
-typedef struct ompi_osc_gpuic_stream_state {
-    ompi_osc_gpuic_stream_win_t  sw;     /**< handed to libmpix_gpuic */
-    ompi_osc_gpuic_stream_peer_t *peers; /**< sw.peers */
-    void             *block;      /**< this process's sync block (device memory) */
-    gpuic_cuda_ipc_t *ipc;        /**< per rank: its export of its block (valid[r] set) */
-    uint8_t          *valid;      /**< per rank: it has a block */
-    void             **mapped;    /**< per rank: our mapping of its block (ours: block) */
-    void             *sync_dev;   /**< device copy of the sync blocks' MPIX_Gpuic_device_win */
-    void             *blocks_dev; /**< device array of the mapped sync blocks, by rank */
-    void             *win_seen;   /**< the data handle the host copy was made from */
-    bool             ready;       /**< sw is filled in */
-} ompi_osc_gpuic_stream_state_t;
+#include "osc_gpuic_stream.h"
 
 /** What each process tells the others about its sync block. */
 typedef struct ompi_osc_gpuic_stream_info {
@@ -41,23 +28,6 @@ typedef struct ompi_osc_gpuic_stream_info {
     uint32_t         reserved;
     gpuic_cuda_ipc_t ipc;
 } ompi_osc_gpuic_stream_info_t;
-
-/* Loaded kernels: one module per (context, image), found by a short linear search. */
-#define OMPI_OSC_GPUIC_STREAM_MODULES 16
-#define OMPI_OSC_GPUIC_STREAM_KERNELS 32
-
-typedef struct ompi_osc_gpuic_stream_module {
-    void       *ctx;
-    const void *image;
-    void       *module;
-    void       *fn[OMPI_OSC_GPUIC_STREAM_KERNELS];
-    /** per kernel: gpuic_cuda_launch() flags, written before fn[] is published */
-    unsigned   flags[OMPI_OSC_GPUIC_STREAM_KERNELS];
-} ompi_osc_gpuic_stream_module_t;
-
-static ompi_osc_gpuic_stream_module_t ompi_osc_gpuic_stream_modules[OMPI_OSC_GPUIC_STREAM_MODULES];
-static int ompi_osc_gpuic_stream_nmodules;
-static pthread_mutex_t ompi_osc_gpuic_stream_modules_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Maps peer @p rank's sync block when it is on this node (other nodes: not reachable yet). */
 static void ompi_osc_gpuic_stream_map_peer(ompi_osc_gpuic_module_t *module,
@@ -165,7 +135,7 @@ void ompi_osc_gpuic_stream_cleanup(ompi_osc_gpuic_module_t *module)
         }
     }
     if (st->ready) {
-        pthread_mutex_destroy(&st->sw.lock);
+        pthread_mutex_destroy(&st->lock);
     }
     gpuic_cuda_mem_free(st->sync_dev);
     gpuic_cuda_mem_free(st->blocks_dev);
@@ -209,8 +179,6 @@ static int ompi_osc_gpuic_stream_describe(ompi_osc_gpuic_module_t *module,
     all_p2p = data->queue == NULL;
     for (i = 0; i < n; ++i) {
         st->peers[i].data_path = data->peers[i].path;
-        st->peers[i].size = data->peers[i].size;
-        st->peers[i].disp_unit = data->peers[i].disp_unit;
         st->peers[i].flags = data->peers[i].flags;
         st->peers[i].base = data->peers[i].base;
         st->peers[i].block = st->mapped[i];
@@ -249,13 +217,12 @@ static int ompi_osc_gpuic_stream_describe(ompi_osc_gpuic_module_t *module,
         rc = MPI_ERR_OTHER;
         goto out;
     }
-    st->sw.all_p2p = all_p2p;
-    st->sw.sync_flags = (all_same_gpu ? MPIX_GPUIC_STREAM_SAME_GPU : 0) |
-                        (data->queue != NULL ? MPIX_GPUIC_STREAM_PROXY : 0) |
-                        ((data->flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU)
-                             ? MPIX_GPUIC_STREAM_DATA_SAME_GPU
-                             : 0);
-    st->win_seen = win;
+    st->all_p2p = all_p2p;
+    st->sync_flags = (all_same_gpu ? MPIX_GPUIC_STREAM_SAME_GPU : 0) |
+                     (data->queue != NULL ? MPIX_GPUIC_STREAM_PROXY : 0) |
+                     ((data->flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU)
+                          ? MPIX_GPUIC_STREAM_DATA_SAME_GPU
+                          : 0);
 out:
     free(data);
     free(sync);
@@ -263,17 +230,17 @@ out:
     return rc;
 }
 
-/* ext entry point: the window's stream state, described on first use (and again when the
- * window's device handle was released and rebuilt). */
-static int ompi_osc_gpuic_stream_window(void *m, ompi_osc_gpuic_stream_win_t **sw_p)
+int ompi_osc_gpuic_stream_state_get(struct ompi_win_t *w, ompi_osc_gpuic_module_t **module_p,
+                                    ompi_osc_gpuic_stream_state_t **st_p)
 {
-    ompi_osc_gpuic_module_t *module = m;
+    ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(w);
     ompi_osc_gpuic_stream_state_t *st = module->stream_state;
     void *win = NULL;
     int rc, saved = -1;
     bool ready;
 
-    *sw_p = NULL;
+    *module_p = module;
+    *st_p = NULL;
     if (st == NULL || st->block == NULL) {
         return MPI_ERR_UNSUPPORTED_OPERATION;
     }
@@ -285,176 +252,96 @@ static int ompi_osc_gpuic_stream_window(void *m, ompi_osc_gpuic_stream_win_t **s
         saved = gpuic_cuda_capture_relax();
     }
     rc = ompi_osc_gpuic_device_handle(module, &win);
-    if (rc == OMPI_SUCCESS && ready && st->win_seen == win) {
-        *sw_p = &st->sw;
+    if (rc == OMPI_SUCCESS && ready && st->win == win) {
+        *st_p = st;
         return OMPI_SUCCESS;
     }
     if (rc == OMPI_SUCCESS) {
         OPAL_THREAD_LOCK(&module->lock);
-        if (!st->ready || st->win_seen != win) {
+        if (!st->ready || st->win != win) {
             rc = ompi_osc_gpuic_stream_describe(module, st, win);
             if (rc == OMPI_SUCCESS && !st->ready) {
-                st->sw.nranks = ompi_comm_size(module->comm);
-                st->sw.rank = ompi_comm_rank(module->comm);
-                st->sw.own = st->block;
-                st->sw.peers = st->peers;
-                st->sw.blocks_dev = st->blocks_dev;
-                st->sw.epoch = OMPI_OSC_GPUIC_STREAM_EPOCH_NONE;
-                pthread_mutex_init(&st->sw.lock, NULL);
+                st->nranks = ompi_comm_size(module->comm);
+                st->rank = ompi_comm_rank(module->comm);
+                st->epoch = OMPI_OSC_GPUIC_STREAM_EPOCH_NONE;
+                pthread_mutex_init(&st->lock, NULL);
             }
             if (rc == OMPI_SUCCESS) {
-                st->sw.win = win;
-                st->sw.sync = st->sync_dev;
+                st->win = win;
                 __atomic_store_n(&st->ready, true, __ATOMIC_RELEASE);
             }
         }
         OPAL_THREAD_UNLOCK(&module->lock);
     }
     gpuic_cuda_capture_restore(saved);
-    *sw_p = rc == OMPI_SUCCESS ? &st->sw : NULL;
+    *st_p = rc == OMPI_SUCCESS ? st : NULL;
     return rc;
 }
 
-static int ompi_osc_gpuic_stream_buffer(const void *ptr, uint64_t *dptr_p)
+int ompi_osc_gpuic_stream_check_rank(const ompi_osc_gpuic_stream_state_t *st, int rank)
+{
+    return rank >= 0 && rank < st->nranks ? MPI_SUCCESS : MPI_ERR_RANK;
+}
+
+/* The kernels only use the device API, so a target it learns to reach needs no change here. */
+int ompi_osc_gpuic_stream_check_reach(const ompi_osc_gpuic_stream_state_t *st, int rank,
+                                      ompi_osc_gpuic_stream_reach_t reach)
+{
+    const ompi_osc_gpuic_stream_peer_t *p = &st->peers[rank];
+    int32_t path = reach == OMPI_OSC_GPUIC_STREAM_REACH_DATA ? p->data_path : p->sync_path;
+
+    return path == MPIX_GPUIC_DEVICE_PATH_NONE ? MPI_ERR_UNSUPPORTED_OPERATION : MPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_stream_check_access(ompi_osc_gpuic_module_t *module,
+                                       ompi_osc_gpuic_stream_state_t *st, int rank,
+                                       bool passive)
+{
+    bool ok;
+
+    pthread_mutex_lock(&st->lock);
+    switch (st->epoch) {
+    case OMPI_OSC_GPUIC_STREAM_EPOCH_LOCK_ALL:
+        ok = true;
+        break;
+    case OMPI_OSC_GPUIC_STREAM_EPOCH_FENCE:
+        ok = !passive;
+        break;
+    case OMPI_OSC_GPUIC_STREAM_EPOCH_START:
+        ok = !passive && rank < MPIX_GPUIC_STREAM_GROUP_MAX &&
+             ((st->start_group[rank / 64] >> (rank % 64)) & 1u);
+        break;
+    default:
+        ok = false;
+        break;
+    }
+    pthread_mutex_unlock(&st->lock);
+    /* A host epoch serves too: the host's own check, and a passive-target one for a flush. */
+    if (!ok && module->epoch != OMPI_OSC_GPUIC_EPOCH_NONE &&
+        ompi_osc_gpuic_check_access(module, rank) == OMPI_SUCCESS) {
+        ok = !passive || module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK ||
+             module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL;
+    }
+    return ok ? MPI_SUCCESS : MPI_ERR_RMA_SYNC;
+}
+
+int ompi_osc_gpuic_stream_buffer(const void *ptr, ptrdiff_t lb, size_t bytes, uint64_t *dptr_p)
 {
     void *d = NULL;
-    gpuic_status_t status = gpuic_cuda_device_address(ptr, &d);
+    gpuic_status_t status;
 
+    *dptr_p = 0;
+    if (bytes == 0) {
+        return MPI_SUCCESS;
+    }
+    if (ptr == NULL) {
+        return MPI_ERR_BUFFER;
+    }
+    status = gpuic_cuda_device_address((const char *)ptr + lb, &d);
     if (status != GPUIC_OK) {
-        *dptr_p = 0;
         /* the argument that is wrong is a buffer: its own class, not MPI_ERR_ARG */
         return status == GPUIC_ERR_INVALID_PARAM ? MPI_ERR_BUFFER : ompi_osc_gpuic_error(status);
     }
     *dptr_p = (uint64_t)(uintptr_t)d;
     return OMPI_SUCCESS;
 }
-
-/*
- * The launch flags of a loaded kernel: programmatic dependent launch when the code loaded for it
- * was compiled for MPIX_GPUIC_STREAM_PDL_ARCH or newer, the code that begins with the
- * griddepcontrol prologue (mpix_gpuic_stream_kernels.cu; older code, or PTX of an older
- * architecture JIT-compiled for a newer device, has none and must keep plain stream order),
- * unless the MCA parameter osc_gpuic_stream_pdl turns it off (for comparison).
- */
-static unsigned ompi_osc_gpuic_stream_flags(const char *name, void *fn)
-{
-    int arch = gpuic_cuda_function_arch(fn);
-    bool off = !mca_osc_gpuic_component.stream_pdl;
-    bool pdl = !off && arch >= MPIX_GPUIC_STREAM_PDL_ARCH;
-
-    gpuic_log(GPUIC_LOG_DEBUG, "stream kernel %s: code for compute_%d, programmatic dependent "
-              "launch %s", name, arch, pdl ? "on" : off ? "off (osc_gpuic_stream_pdl)" : "off");
-    return pdl ? GPUIC_CUDA_LAUNCH_PDL : 0;
-}
-
-/* The loaded function of @p kernel for the current context, loading the image (all its
- * kernels) on first use, and its launch flags. */
-static int ompi_osc_gpuic_stream_function(const ompi_osc_gpuic_stream_image_t *image,
-                                          int kernel, void **fn_p, unsigned *flags_p)
-{
-    ompi_osc_gpuic_stream_module_t *m = NULL;
-    gpuic_status_t status;
-    void *ctx = NULL;
-    int i;
-
-    status = gpuic_cuda_context_current(&ctx);
-    if (status != GPUIC_OK) {
-        return ompi_osc_gpuic_error(status);
-    }
-    if (kernel < 0 || kernel >= image->nkernels || kernel >= OMPI_OSC_GPUIC_STREAM_KERNELS) {
-        return MPI_ERR_ARG;
-    }
-    /* Every launch comes here: entries and functions are published once (release) and never
-     * change, so the common case reads them without the lock. */
-    for (i = 0; i < __atomic_load_n(&ompi_osc_gpuic_stream_nmodules, __ATOMIC_ACQUIRE); ++i) {
-        m = &ompi_osc_gpuic_stream_modules[i];
-        if (m->ctx == ctx && m->image == image->image) {
-            *fn_p = __atomic_load_n(&m->fn[kernel], __ATOMIC_ACQUIRE);
-            if (*fn_p != NULL) {
-                *flags_p = m->flags[kernel];
-                return OMPI_SUCCESS;
-            }
-            break;
-        }
-    }
-    m = NULL;
-    pthread_mutex_lock(&ompi_osc_gpuic_stream_modules_lock);
-    for (i = 0; i < ompi_osc_gpuic_stream_nmodules; ++i) {
-        if (ompi_osc_gpuic_stream_modules[i].ctx == ctx &&
-            ompi_osc_gpuic_stream_modules[i].image == image->image) {
-            m = &ompi_osc_gpuic_stream_modules[i];
-            break;
-        }
-    }
-    if (m == NULL) {
-        if (ompi_osc_gpuic_stream_nmodules == OMPI_OSC_GPUIC_STREAM_MODULES) {
-            status = GPUIC_ERR_NO_RESOURCE;
-            gpuic_log(GPUIC_LOG_ERROR, "stream kernels loaded in %d contexts already",
-                      OMPI_OSC_GPUIC_STREAM_MODULES);
-        } else {
-            m = &ompi_osc_gpuic_stream_modules[ompi_osc_gpuic_stream_nmodules];
-            status = gpuic_cuda_module_load(image->image, &m->module);
-            if (status == GPUIC_OK) {
-                m->ctx = ctx;
-                m->image = image->image;
-                __atomic_store_n(&ompi_osc_gpuic_stream_nmodules,
-                                 ompi_osc_gpuic_stream_nmodules + 1, __ATOMIC_RELEASE);
-            } else {
-                m = NULL;
-            }
-        }
-    }
-    /* Every kernel of the image at once, on its first launch in this context: under lazy
-     * loading (gpuic_cuda_lazy_loading()) fetching a function loads it, which may wait for the
-     * context's running kernels; fetched later, in the middle of an epoch, that wait could
-     * fall on a kernel waiting for this process (a proxy-path flush waits for the proxy
-     * thread, whose copies the loading holds up) until the device timeout. */
-    for (i = 0; m != NULL && i < image->nkernels && i < OMPI_OSC_GPUIC_STREAM_KERNELS; ++i) {
-        void *fn = NULL;
-        gpuic_status_t s;
-
-        if (m->fn[i] != NULL) {
-            continue;
-        }
-        s = gpuic_cuda_module_function(m->module, image->names[i], &fn);
-        if (i == kernel) {
-            status = s;
-        }
-        m->flags[i] = fn != NULL ? ompi_osc_gpuic_stream_flags(image->names[i], fn) : 0;
-        __atomic_store_n(&m->fn[i], fn, __ATOMIC_RELEASE);
-    }
-    *fn_p = m != NULL ? m->fn[kernel] : NULL;
-    *flags_p = m != NULL ? m->flags[kernel] : 0;
-    pthread_mutex_unlock(&ompi_osc_gpuic_stream_modules_lock);
-    return *fn_p != NULL ? OMPI_SUCCESS : ompi_osc_gpuic_error(status);
-}
-
-static int ompi_osc_gpuic_stream_launch(const ompi_osc_gpuic_stream_image_t *image, int kernel,
-                                        unsigned grid, unsigned block, void *stream, void *args)
-{
-    void *fn = NULL;
-    unsigned flags = 0;
-    int rc = ompi_osc_gpuic_stream_function(image, kernel, &fn, &flags);
-
-    if (rc != OMPI_SUCCESS) {
-        return rc;
-    }
-    return ompi_osc_gpuic_error(gpuic_cuda_launch(fn, grid, block, stream, args, flags));
-}
-
-static int ompi_osc_gpuic_stream_host_access(void *m, int target, int *passive_p)
-{
-    ompi_osc_gpuic_module_t *module = m;
-
-    *passive_p = module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK ||
-                 module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL;
-    return module->epoch == OMPI_OSC_GPUIC_EPOCH_NONE ? MPI_ERR_RMA_SYNC
-                                                      : ompi_osc_gpuic_check_access(module, target);
-}
-
-const ompi_osc_gpuic_stream_ops_t ompi_osc_gpuic_stream_ops = {
-    .window = ompi_osc_gpuic_stream_window,
-    .buffer = ompi_osc_gpuic_stream_buffer,
-    .launch = ompi_osc_gpuic_stream_launch,
-    .host_access = ompi_osc_gpuic_stream_host_access,
-};

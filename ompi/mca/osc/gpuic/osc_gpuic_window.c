@@ -436,7 +436,7 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     module->ext.device_handle = ompi_osc_gpuic_device_handle;
     module->ext.device_path = ompi_osc_gpuic_device_path;
     module->ext.device_handle_release = ompi_osc_gpuic_device_handle_release;
-    module->ext.stream = &ompi_osc_gpuic_stream_ops;
+    module->ext.stream = ompi_osc_gpuic_stream_ops;
     module->win = win;
     module->flavor = flavor;
     module->size = size;

@@ -1,8 +1,8 @@
 /*
- * mpix_gpuic_stream_layout.h - what the stream-triggered calls share between the host code that
- * enqueues them (libmpix_gpuic), the component that owns their per-window state
- * (osc_gpuic_stream.c) and the kernels that run them (mpix_gpuic_stream_kernels.cu).  Internal:
- * not installed.
+ * mpix_gpuic_stream_layout.h - what the stream-triggered calls share between the component's
+ * host code that checks and enqueues them (osc_gpuic_stream*.c) and the kernels that run them
+ * (osc_gpuic_stream_kernels.cu): the sync block and the kernels' arguments.  Internal: not
+ * installed.
  *
  * Every process of a GPU window owns one sync block in device memory, which same-node peers
  * map through CUDA IPC like the window memory.  Its words, all 8 bytes and only ever growing:
@@ -125,7 +125,7 @@ typedef struct mpix_gpuic_stream_sync_args {
     uint64_t group[MPIX_GPUIC_STREAM_GROUP_WORDS];
 } mpix_gpuic_stream_sync_args_t;
 
-/** The kernels of the embedded image, by index (names in mpix_gpuic_stream.c). */
+/** The kernels of the embedded image, by index (names in osc_gpuic_stream_launch.c). */
 typedef enum mpix_gpuic_stream_kernel {
     MPIX_GPUIC_K_PUT,
     MPIX_GPUIC_K_GET,

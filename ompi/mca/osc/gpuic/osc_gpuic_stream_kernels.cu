@@ -1,9 +1,9 @@
 /*
- * The kernels behind the stream-triggered calls (MPIX_*_enqueue, mpix_gpuic_stream.c).  nvcc
- * builds them into a fatbin that is embedded in libmpix_gpuic and loaded once per context with
- * cuModuleLoadData; the host code launches them through the run-time-loaded driver
- * (cuLaunchKernelEx with programmatic dependent launch where it can, else cuLaunchKernel), so
- * libmpix_gpuic links no CUDA library.
+ * The kernels behind the stream-triggered calls (MPIX_*_enqueue, osc_gpuic_stream_rma.c and
+ * osc_gpuic_stream_epoch.c).  nvcc builds them into a fatbin that is embedded in the component
+ * and loaded once per context with cuModuleLoadData; the host code launches them through the
+ * run-time-loaded driver (cuLaunchKernelEx with programmatic dependent launch where it can,
+ * else cuLaunchKernel; osc_gpuic_stream_launch.c), so the component links no CUDA library.
  *
  * Each kernel is one enqueued call, and its body is made of device-API calls
  * (mpix_gpuic_device.cuh) on the window's device handle: whatever path the device API serves
@@ -31,8 +31,9 @@ typedef mpix_gpuic_stream_sync_args_t sync_args_t;
 
 /*
  * Compiled for sm_90 or newer, the kernels are launched with
- * CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (osc_gpuic_stream.c decides by the
- * architecture of the loaded code, MPIX_GPUIC_STREAM_PDL_ARCH; osc_gpuic_stream_pdl=0 turns it off):
+ * CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (osc_gpuic_stream_launch.c decides by
+ * the architecture of the loaded code, MPIX_GPUIC_STREAM_PDL_ARCH; osc_gpuic_stream_pdl=0 turns
+ * it off):
  * such a kernel may be scheduled as soon as the kernel ahead of it on the stream has triggered
  * its dependents (griddepcontrol.launch_dependents in every block, or all its blocks exited),
  * which hides the launch latency behind the previous kernel's end.  That changes nothing either
@@ -156,8 +157,8 @@ __device__ static inline void sync_flush_all(const sync_args_t &a)
  * made by the writing thread itself.  With the kernel boundary after it (an event, the next
  * kernel, the host), a P2P operation is complete at the target when its kernel is, so an
  * enqueued flush that follows only P2P operations has nothing left to do
- * (mpix_gpuic_stream.c launches nothing for it).  Proxy-path operations are only posted here;
- * their flush still runs a kernel that waits for the proxy.
+ * (osc_gpuic_stream_rma.c launches nothing for it).  Proxy-path operations are only posted
+ * here; their flush still runs a kernel that waits for the proxy.
  */
 __device__ static inline void rma_complete(uint32_t flags)
 {
