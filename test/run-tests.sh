@@ -31,9 +31,10 @@ export OMPI_MCA_mca_base_component_path="SYS_DEFAULT:$build/stage/lib/openmpi"
 # Open MPI's own progress yielding for oversubscribed runs.
 export OMPI_MCA_mpi_yield_when_idle=1
 MPIRUN=(mpirun --oversubscribe --bind-to none --mca osc gpuic)
-# Sanitizer settings reach every rank.
+# Sanitizer settings and UCX's transport choice reach every rank (mpirun forwards OMPI_MCA_*
+# itself).
 for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose \
-         CUDA_MPS_PIPE_DIRECTORY; do
+         CUDA_MPS_PIPE_DIRECTORY UCX_TLS; do
     [ -n "${!v:-}" ] && MPIRUN+=(-x "$v")
 done
 export GPUIC_TEST_MPIRUN="${MPIRUN[*]}"

@@ -20,7 +20,10 @@
  *     window made by MPI_Win_create on cudaMalloc memory.
  * With GPUIC_TEST_HOST_WINDOW=1 the window of 1-7 is host memory, so every device call goes
  * through the proxy path (work-queue entries executed by the proxy thread); with
- * OMPI_MCA_osc_gpuic_device_proxy=1 a GPU window's data moves through the proxy too.
+ * OMPI_MCA_osc_gpuic_device_proxy=1 a GPU window's data moves through the proxy too.  With
+ * OMPI_MCA_osc_gpuic_emulate_nodes=N (host windows only) ranks of other emulated nodes are
+ * reached through UCX, by host calls and by the proxy alike, and the MPI_Win_create part runs
+ * only where every rank is on one emulated node.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -54,6 +57,7 @@
 static int rank, nranks;
 static bool host_window;   /* GPUIC_TEST_HOST_WINDOW: the window is host memory */
 static bool forced_proxy;  /* osc_gpuic_device_proxy: device data through the proxy */
+static int per_node;       /* osc_gpuic_emulate_nodes: ranks per emulated node, 0 none */
 
 __device__ unsigned char pattern(int writer, int i)
 {
@@ -328,10 +332,13 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
     CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
     CHECK(MPIX_Win_gpuic_target_path(win, right, &path) == MPI_SUCCESS);
     {
-        /* host windows: mapped unless osc_gpuic_direct=0 sends host calls through UCX */
+        /* host windows: mapped unless osc_gpuic_direct=0 sends host calls through UCX, or
+         * the right neighbour is on another emulated node */
         const char *direct = getenv("OMPI_MCA_osc_gpuic_direct");
-        int host_path = direct != NULL && strcmp(direct, "0") == 0 ? MPIX_GPUIC_PATH_UCX
-                                                                 : MPIX_GPUIC_PATH_DIRECT;
+        int host_path = (direct != NULL && strcmp(direct, "0") == 0) ||
+                                (per_node > 0 && right / per_node != rank / per_node)
+                            ? MPIX_GPUIC_PATH_UCX
+                            : MPIX_GPUIC_PATH_DIRECT;
 
         CHECK(nranks == 1 || right == rank ||
               path == (host_window ? host_path : MPIX_GPUIC_PATH_IPC));
@@ -696,6 +703,9 @@ int main(int argc, char **argv)
                   strcmp(getenv("GPUIC_TEST_HOST_WINDOW"), "1") == 0;
     forced_proxy = getenv("OMPI_MCA_osc_gpuic_device_proxy") != NULL &&
                    strcmp(getenv("OMPI_MCA_osc_gpuic_device_proxy"), "1") == 0;
+    per_node = getenv("OMPI_MCA_osc_gpuic_emulate_nodes") != NULL
+                   ? atoi(getenv("OMPI_MCA_osc_gpuic_emulate_nodes"))
+                   : 0;
     CHECK(caps & MPIX_GPUIC_CAP_DEVICE_PROXY);
 
     /* device memory from MPI_Win_allocate (or host memory: the proxy path) */
@@ -716,8 +726,9 @@ int main(int argc, char **argv)
     test_host_calls(win, base);
     MPI_Win_free(&win);
 
-    /* MPI_Win_create on cudaMalloc memory */
-    {
+    /* MPI_Win_create on cudaMalloc memory (device memory on another emulated node is not
+     * supported yet: test_device_emulated checks that creation fails) */
+    if (per_node == 0 || nranks <= per_node) {
         unsigned char *mem;
         int path = -1;
         MPIX_Win_device h;

@@ -48,6 +48,20 @@ static inline int mpi_test_is_gpuic(MPI_Win win)
     return strncmp(name, "gpuic window", 12) == 0;
 }
 
+/* The rank in MPI_COMM_WORLD of rank @p r of @p comm. */
+static inline int mpi_test_world_rank(MPI_Comm comm, int r)
+{
+    MPI_Group g, wg;
+    int w = -1;
+
+    MPI_Comm_group(comm, &g);
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    MPI_Group_translate_ranks(g, 1, &r, wg, &w);
+    MPI_Group_free(&g);
+    MPI_Group_free(&wg);
+    return w;
+}
+
 static inline int mpi_test_finish(const char *name)
 {
     int rank, total = 0;

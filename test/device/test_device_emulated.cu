@@ -1,0 +1,206 @@
+/*
+ * Device windows on emulated nodes (run with OMPI_MCA_osc_gpuic_emulate_nodes=N; a process's
+ * emulated node is its world rank / N):
+ *  1. a GPU window (MPI_Win_allocate, cuda:device) over processes of several emulated nodes:
+ *     with a CUDA-enabled UCX, peers of other emulated nodes are reached through UCX (target
+ *     path); without one, creation fails on every process (MPI_ERR_UNSUPPORTED_OPERATION, or
+ *     MPI_ERR_WIN as Open MPI reports a refusing component), and a later window works;
+ *  2. a GPU window on the communicator of one emulated node: CUDA IPC (target path IPC, device
+ *     path P2P), a device put to the right neighbour in it, checked on the host;
+ *  3. a host window over every process: target path UCX to other emulated nodes, device path
+ *     PROXY to every target (the proxy reaches other nodes through UCX, not its mappings), a
+ *     device put to the right neighbour and a device get back, checked on the host.
+ */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device_test.h"
+#include "mpix_gpuic.h"
+#include "mpix_gpuic_device.cuh"
+
+#define INTS 1024
+#define WIN_BYTES (2 * INTS * sizeof(int)) /* [0, INTS): put here; [INTS, 2 INTS): spare */
+
+static int rank, nranks, per_node;
+
+__host__ __device__ static int value_of(int writer, int i)
+{
+    return writer * 100000 + i + 1;
+}
+
+/* One block: fills src, puts it to @p target at displacement 0, flushes; rc[0] the status. */
+__global__ void put_flush(MPIX_Win_device win, int me, int target, int *src, int *rc)
+{
+    for (int i = threadIdx.x; i < INTS; i += blockDim.x) {
+        src[i] = value_of(me, i);
+    }
+    __syncthreads();
+    int r = MPIX_Put_device_block(src, INTS * sizeof(int), target, 0, win);
+    if (threadIdx.x == 0) {
+        rc[0] = r != MPI_SUCCESS ? r : MPIX_Win_flush_device(target, win);
+    }
+}
+
+/* One block: gets @p target's first INTS integers into dst, flushes; rc[1] the status. */
+__global__ void get_flush(MPIX_Win_device win, int target, int *dst, int *rc)
+{
+    int r = MPIX_Get_device_block(dst, INTS * sizeof(int), target, 0, win);
+    if (threadIdx.x == 0) {
+        rc[1] = r != MPI_SUCCESS ? r : MPIX_Win_flush_device(target, win);
+    }
+}
+
+static int same_node(int w)
+{
+    return per_node == 0 || w / per_node == rank / per_node;
+}
+
+/*
+ * Device put to the right neighbour of @p comm and get back from it, in a lock_all epoch:
+ * checks the data in this process's window (@p base, device or host memory) and what the get
+ * returned.
+ */
+static void put_get_right(MPI_Win win, MPI_Comm comm, void *base, int gpu)
+{
+    int me, n, right, left, h_rc[2] = {-1, -1}, *d_src, *d_dst, *d_rc;
+    int *host = (int *)malloc(INTS * sizeof(int));
+    MPIX_Win_device h = NULL;
+
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    right = (me + 1) % n;
+    left = (me + n - 1) % n;
+    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
+    CUDA_CHECK(cudaMalloc(&d_src, INTS * sizeof(int)));
+    CUDA_CHECK(cudaMalloc(&d_dst, INTS * sizeof(int)));
+    CUDA_CHECK(cudaMalloc(&d_rc, sizeof(h_rc)));
+    CUDA_CHECK(cudaMemcpy(d_rc, h_rc, sizeof(h_rc), cudaMemcpyHostToDevice));
+    MPI_Win_lock_all(0, win);
+    MPI_Barrier(comm);
+    put_flush<<<1, 128>>>(h, mpi_test_world_rank(comm, me), right, d_src, d_rc);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
+    MPI_Barrier(comm); /* every put is complete */
+    if (gpu) {
+        CUDA_CHECK(cudaMemcpy(host, base, INTS * sizeof(int), cudaMemcpyDeviceToHost));
+    } else {
+        MPI_Win_sync(win);
+        memcpy(host, base, INTS * sizeof(int));
+    }
+    for (int i = 0; i < INTS; ++i) {
+        CHECK(host[i] == value_of(mpi_test_world_rank(comm, left), i));
+    }
+    get_flush<<<1, 128>>>(h, right, d_dst, d_rc);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
+    CUDA_CHECK(cudaMemcpy(host, d_dst, INTS * sizeof(int), cudaMemcpyDeviceToHost));
+    /* the right neighbour holds what this process put */
+    for (int i = 0; i < INTS; ++i) {
+        CHECK(host[i] == value_of(mpi_test_world_rank(comm, me), i));
+    }
+    CUDA_CHECK(cudaMemcpy(h_rc, d_rc, sizeof(h_rc), cudaMemcpyDeviceToHost));
+    CHECK(h_rc[0] == MPI_SUCCESS && h_rc[1] == MPI_SUCCESS);
+    MPI_Barrier(comm); /* nobody's window goes away while a neighbour still reads */
+    MPI_Win_unlock_all(win);
+    cudaFree(d_src);
+    cudaFree(d_dst);
+    cudaFree(d_rc);
+    free(host);
+}
+
+int main(int argc, char **argv)
+{
+    const char *env = getenv("OMPI_MCA_osc_gpuic_emulate_nodes");
+    int several, rc, cls = MPI_SUCCESS, path = -1, n;
+    void *base = NULL;
+    MPI_Comm node;
+    MPI_Info info;
+    MPI_Win win;
+
+    if (!device_test_init(&argc, &argv, "test_device_emulated", &rank, &nranks)) {
+        return 77;
+    }
+    per_node = env != NULL ? atoi(env) : 0;
+    several = per_node > 0 && nranks > per_node;
+    if (rank == 0) {
+        printf("osc_gpuic_emulate_nodes=%d, %d ranks\n", per_node, nranks);
+    }
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "mpi_assert_memory_alloc_kinds", "cuda:device");
+
+    /* 1. GPU window over several emulated nodes */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rc = MPI_Win_allocate(WIN_BYTES, 1, info, MPI_COMM_WORLD, &base, &win);
+    if (rc != MPI_SUCCESS) {
+        MPI_Error_class(rc, &cls);
+    } else {
+        /* a CUDA-enabled UCX: peers of other emulated nodes through it (data checked by
+         * test_gpu_window_host) */
+        for (int r = 0; r < nranks; ++r) {
+            CHECK(MPIX_Win_gpuic_target_path(win, r, &path) == MPI_SUCCESS);
+            CHECK(path == (r == rank                         ? MPIX_GPUIC_PATH_SELF
+                           : per_node <= 0 || r / per_node == rank / per_node
+                               ? MPIX_GPUIC_PATH_IPC
+                               : MPIX_GPUIC_PATH_UCX));
+        }
+        MPI_Win_free(&win);
+    }
+    /* refused only for peers on other nodes and a UCX without CUDA memory, on every process
+     * (the component's class, or the one Open MPI turns a refusing component into) */
+    CHECK(cls == MPI_SUCCESS ||
+          (several && (cls == MPI_ERR_UNSUPPORTED_OPERATION || cls == MPI_ERR_WIN)));
+    {
+        int refused = cls != MPI_SUCCESS, all = 0;
+
+        MPI_Allreduce(&refused, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        CHECK(all == 0 || all == nranks);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+
+    /* 2. GPU window on one emulated node */
+    MPI_Comm_split(MPI_COMM_WORLD, per_node > 0 ? rank / per_node : 0, rank, &node);
+    MPI_Comm_size(node, &n);
+    CHECK(MPI_Win_allocate(WIN_BYTES, 1, info, node, &base, &win) == MPI_SUCCESS);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    CUDA_CHECK(cudaMemset(base, 0, WIN_BYTES));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    MPI_Barrier(node);
+    for (int r = 0; r < n; ++r) {
+        CHECK(MPIX_Win_gpuic_target_path(win, r, &path) == MPI_SUCCESS);
+        CHECK(path == (mpi_test_world_rank(node, r) == rank ? MPIX_GPUIC_PATH_SELF
+                                                             : MPIX_GPUIC_PATH_IPC));
+    }
+    put_get_right(win, node, base, 1);
+    for (int r = 0; r < n; ++r) {
+        CHECK(MPIX_Win_gpuic_device_path(win, r, &path) == MPI_SUCCESS &&
+              path == MPIX_GPUIC_DEVICE_PATH_P2P);
+    }
+    MPI_Win_free(&win);
+    MPI_Comm_free(&node);
+    MPI_Info_free(&info);
+
+    /* 3. host window over every process: the proxy path, through UCX to other nodes */
+    CHECK(MPI_Win_allocate(WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win) ==
+          MPI_SUCCESS);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    memset(base, 0, WIN_BYTES);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int r = 0; r < nranks; ++r) {
+        CHECK(MPIX_Win_gpuic_target_path(win, r, &path) == MPI_SUCCESS);
+        if (r == rank) {
+            CHECK(path == MPIX_GPUIC_PATH_SELF);
+        } else if (!same_node(r)) {
+            CHECK(path == MPIX_GPUIC_PATH_UCX);
+        }
+    }
+    put_get_right(win, MPI_COMM_WORLD, base, 0);
+    for (int r = 0; r < nranks; ++r) {
+        CHECK(MPIX_Win_gpuic_device_path(win, r, &path) == MPI_SUCCESS &&
+              path == MPIX_GPUIC_DEVICE_PATH_PROXY);
+    }
+    MPI_Win_free(&win);
+    return mpi_test_finish("test_device_emulated");
+}
