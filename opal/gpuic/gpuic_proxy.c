@@ -98,10 +98,9 @@ static void gpuic_proxy_wake(gpuic_proxy_t *proxy)
 /* ---- the thread ---- */
 
 /*
- * Idle passes a proxy fed only by GPU threads spins before it starts yielding its core (then
- * sleeping after spin_rounds, as every proxy does).  A yield costs the next entry's pickup
- * up to a microsecond when entries come a few microseconds apart, as one thread's device
- * put + flush loop sends them; host producers keep the early yield (they may share the core).
+ * Idle passes a proxy with rings attached spins before it starts yielding its core (its
+ * producers are GPU threads, not on this core): a yield delays the next entry's pickup when
+ * entries come a few microseconds apart, as one thread's device put + flush loop sends them.
  * Figures: docs/performance-history.md, "Proxy yield".
  */
 #define GPUIC_PROXY_DEVICE_YIELD_PASSES 1024u
