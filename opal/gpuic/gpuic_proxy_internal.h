@@ -129,43 +129,53 @@ struct gpuic_proxy {
 
 /* One round: drains every ring up to the bound sampled now, then starts the round's flush.
  * Returns the number of WQEs consumed.  Under ctx_lock. */
-GPUIC_PROXY_LOCAL unsigned gpuic_proxy_round(gpuic_proxy_t *proxy);
+GPUIC_PROXY_LOCAL
+unsigned gpuic_proxy_round(gpuic_proxy_t *proxy);
 
 /* Returns an operation to the free list. */
-GPUIC_PROXY_LOCAL void gpuic_proxy_op_put(gpuic_proxy_op_t *op);
+GPUIC_PROXY_LOCAL
+void gpuic_proxy_op_put(gpuic_proxy_op_t *op);
 
 /* Frees the proxy's cached operations and rounds. */
-GPUIC_PROXY_LOCAL void gpuic_proxy_free_lists(gpuic_proxy_t *proxy);
+GPUIC_PROXY_LOCAL
+void gpuic_proxy_free_lists(gpuic_proxy_t *proxy);
 
 /* Grows an array of elem_size elements to hold at least one more; 0 on allocation failure. */
-GPUIC_PROXY_LOCAL int gpuic_proxy_grow(void **array, unsigned *cap, unsigned n, size_t elem_size);
+GPUIC_PROXY_LOCAL
+int gpuic_proxy_grow(void **array, unsigned *cap, unsigned n, size_t elem_size);
 
 /* ---- validation and execution (gpuic_proxy_issue.c) ---- */
 
 /* Issues a decoded, structurally valid WQE of queue @p a.  Returns GPUIC_OK when the operation
  * is locally complete, GPUIC_INPROGRESS when op->comp will report it (the op is then kept), or
  * the error that rejects it (nothing was touched). */
-GPUIC_PROXY_LOCAL gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t *a,
+GPUIC_PROXY_LOCAL
+gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t *a,
                                    gpuic_proxy_op_t *op, const gpuic_wqe_desc_t *d);
 
 /* ---- completion (gpuic_proxy_complete.c) ---- */
 
 /* The round's flush completed with @p status (also called for a round that needs none). */
-GPUIC_PROXY_LOCAL void gpuic_proxy_flush_done(gpuic_rma_completion_t *comp, gpuic_status_t status);
+GPUIC_PROXY_LOCAL
+void gpuic_proxy_flush_done(gpuic_rma_completion_t *comp, gpuic_status_t status);
 
 /* Owes @p a's completion index the ring's read index at the end of this round's drain. */
-GPUIC_PROXY_LOCAL void gpuic_proxy_done_add(gpuic_proxy_round_t *round, gpuic_proxy_attached_t *a);
+GPUIC_PROXY_LOCAL
+void gpuic_proxy_done_add(gpuic_proxy_round_t *round, gpuic_proxy_attached_t *a);
 
 /* Applies completed rounds, oldest first, stopping at the first incomplete one. */
-GPUIC_PROXY_LOCAL void gpuic_proxy_retire(gpuic_proxy_t *proxy);
+GPUIC_PROXY_LOCAL
+void gpuic_proxy_retire(gpuic_proxy_t *proxy);
 
 /* Moves the free index of every queue that has one; returns whether some result is still
  * unacknowledged. */
-GPUIC_PROXY_LOCAL int gpuic_proxy_free_update(gpuic_proxy_t *proxy);
+GPUIC_PROXY_LOCAL
+int gpuic_proxy_free_update(gpuic_proxy_t *proxy);
 
 /* Progress until every round is retired, bounded by the context's timeout: GPUIC_OK or
  * GPUIC_ERR_TIMED_OUT (unretired rounds stay queued).  Under ctx_lock. */
-GPUIC_PROXY_LOCAL gpuic_status_t gpuic_proxy_drain_locked(gpuic_proxy_t *proxy);
+GPUIC_PROXY_LOCAL
+gpuic_status_t gpuic_proxy_drain_locked(gpuic_proxy_t *proxy);
 
 /* ---- atomics and accumulates (gpuic_proxy_acc.c) ---- */
 
