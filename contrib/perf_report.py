@@ -162,7 +162,7 @@ def dissect_section(out, lines, gpu):
               "reports per stage the median, the 99th percentile and the share of the summed "
               "totals; each bar splits one operation's time (the sum of its per-stage medians, printed beside it) into the stages' shares. One operation at a time, then wait for its "
               "completion, so these are latencies, not rates. Raw stamps: `dissect/*.csv`.", ""]
-    variants = [("default", "host path, producer waits with gpuic_cmpl_wait() (spins, then naps)"),
+    variants = [("default", "host path, producer waits for the completion index (spins, then naps)"),
                 ("poll", "host path, producer polls the completion counter (--wait poll)"),
                 ("idle", "host path, put, 5 ms between operations: the proxy sleeps (--gap-us 5000)"),
                 ("batch16", "host path, put, 16 WQEs per doorbell (--batch 16)"),
@@ -174,8 +174,8 @@ def dissect_section(out, lines, gpu):
             totals[label] = dissect_totals(md)
     if totals:
         lines += ["### Host path: total per operation (median / p99 µs)", "",
-                  "| op | gpuic_cmpl_wait | polling producer |", "|---|---:|---:|"]
-        for op in ["put", "get", "atomic", "flush", "put_signal"]:
+                  "| op | napping producer | polling producer |", "|---|---:|---:|"]
+        for op in ["put", "get", "atomic", "put_signal"]:
             cols = []
             for label in ("default", "poll"):
                 t = totals.get(label, {}).get(op)

@@ -88,8 +88,9 @@ else
 fi
 "$top/contrib/mps.sh" stop
 
-echo "== the parts of a device put through the proxy, alone (queue_floor)"
-"$build/contrib/bench/queue_floor" --iters "$iters" | tee "$out/queue_floor.txt" ||
+echo "== the parts of a device put through the proxy, alone (queue_floor, a study built on request)"
+make -C "$build/contrib/bench" queue_floor >/dev/null 2>&1 &&
+    "$build/contrib/bench/queue_floor" --iters "$iters" | tee "$out/queue_floor.txt" ||
     echo "queue_floor failed or was skipped (exit $?)"
 
 echo "== register cost"

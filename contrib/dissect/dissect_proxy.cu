@@ -293,7 +293,6 @@ static void proxy_teardown(proxy_setup_t *p)
         cudaFreeHost(p->error_word);
     }
     gpuic_trace_destroy(p->trace);
-    gpuic_ring_destroy(p->ring);
     if (p->block != NULL) {
         gpuic_cuda_host_unregister(p->block);
         free(p->block);

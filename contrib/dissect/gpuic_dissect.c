@@ -5,18 +5,21 @@
  * rows into a stage table (median, p99, share) and a chart.
  *
  * Paths:
- *   host   a host thread posts WQEs to a proxy ring; the proxy executes them over UCX
- *          loopback (this process is origin and target).
+ *   host   a host thread writes WQEs into a proxy ring as GPU threads do (tagged words, a
+ *          completion index: test/unit/ring_producer.h); the proxy executes them over UCX
+ *          loopback (this process is origin and target).  Its fenced and doorbell stamps
+ *          are both the moment the entry's stores begin: tagged words publish it, with no
+ *          fence and no doorbell.
  *   proxy  entries posted by GPU threads through the device API: the separate CUDA program
  *          dissect_proxy (run it through contrib/gpuic-dissect --path proxy).
  *   p2p    the device API's direct stores (CUDA IPC): the separate program dissect_p2p,
  *          run under mpirun with two ranks.
  *
- * Usage: gpuic_dissect [--path host] [--op put|get|atomic|flush|put_signal] [--size BYTES]
+ * Usage: gpuic_dissect [--path host] [--op put|get|atomic|put_signal] [--size BYTES]
  *                      [--iters N] [--warmup N] [--batch K] [--gap-us US]
  *                      [--wait sleep|poll] [--spin-rounds N] [--max-sleep-us US] [--csv FILE]
- * --wait: how the producer waits for completion: gpuic_cmpl_wait() (sleep, the default: it
- * naps after a short spin) or polling the counter (poll: what a latency-bound producer does).
+ * --wait: how the producer waits for the completion index: spinning briefly, then napping
+ * (sleep, the default) or polling it (poll: what a latency-bound producer does).
  * Exit status: 0 done, 2 bad arguments, 3 path not available in this build, 1 setup failed.
  */
 #include <stdint.h>
@@ -27,6 +30,7 @@
 
 #include "dissect_loopback.h"
 #include "gpuic.h"
+#include "ring_producer.h"
 
 #define DISSECT_RING_SIZE 1024
 #define DISSECT_MAX_BATCH 64
@@ -37,7 +41,7 @@ typedef struct dissect_opts {
     uint32_t size;
     unsigned iters, warmup, batch, gap_us;
     unsigned spin_rounds, max_sleep_us;
-    int poll;          /* wait by polling the counter instead of gpuic_cmpl_wait() */
+    int poll;          /* wait by polling the completion index instead of napping */
     const char *csv;
 } dissect_opts_t;
 
@@ -54,7 +58,7 @@ typedef struct host_setup {
     dissect_loopback_t lb;
     gpuic_keytable_t *keys;
     gpuic_cmpl_t *cmpl;
-    gpuic_ring_t *ring;
+    ring_producer_t rp;
     gpuic_trace_t *trace;
     gpuic_proxy_t *proxy;
     uint8_t *target, *src;
@@ -66,7 +70,7 @@ typedef struct host_setup {
 static int host_setup(host_setup_t *h, const dissect_opts_t *o)
 {
     gpuic_proxy_params_t pp = {0};
-    gpuic_proxy_queue_t q = {0};
+    gpuic_proxy_queue_t q;
     gpuic_keytable_entry_t e;
 
     memset(h, 0, sizeof(*h));
@@ -84,7 +88,7 @@ static int host_setup(host_setup_t *h, const dissect_opts_t *o)
     }
     if (gpuic_keytable_create(16, &h->keys) != GPUIC_OK ||
         gpuic_cmpl_create(1, &h->cmpl) != GPUIC_OK ||
-        gpuic_ring_create(DISSECT_RING_SIZE, 0, &h->ring) != GPUIC_OK ||
+        !ring_producer_create(&h->rp, DISSECT_RING_SIZE, 0, 0) ||
         gpuic_trace_create(DISSECT_RING_SIZE, (size_t)o->iters * o->batch, 0, &h->trace) !=
             GPUIC_OK) {
         return 0;
@@ -99,7 +103,7 @@ static int host_setup(host_setup_t *h, const dissect_opts_t *o)
     if (gpuic_proxy_create(&pp, &h->proxy) != GPUIC_OK) {
         return 0;
     }
-    q.ring = h->ring;
+    ring_producer_queue(&h->rp, &q);
     q.keys = h->keys;
     q.cmpl = h->cmpl;
     q.trace = h->trace;
@@ -110,7 +114,7 @@ static void host_teardown(host_setup_t *h)
 {
     gpuic_proxy_destroy(h->proxy);
     gpuic_trace_destroy(h->trace);
-    gpuic_ring_destroy(h->ring);
+    ring_producer_destroy(&h->rp);
     gpuic_cmpl_destroy(h->cmpl);
     gpuic_keytable_destroy(h->keys);
     dissect_loopback_destroy(&h->lb);
@@ -143,39 +147,41 @@ static unsigned host_build(host_setup_t *h, const char *op, uint32_t size, uint6
         return gpuic_wqe_build_atomic(w, &hdr, GPUIC_WQE_OP_ATOMIC_FA, 1, 0,
                                       (uint64_t)(uintptr_t)h->result, 0, raddr, h->key);
     }
-    if (strcmp(op, "flush") == 0) {
-        *opcode = GPUIC_WQE_OP_FLUSH;
-        return gpuic_wqe_build_flush(w, &hdr);
-    }
     *opcode = GPUIC_WQE_OP_PUT_SIGNAL;
     return gpuic_wqe_build_put_signal(w, &hdr, (uint64_t)(uintptr_t)h->src, 0, size, raddr,
                                       h->key, sig, h->key, GPUIC_SIGNAL_ADD, 1);
 }
 
-/* Waits for every posted WQE as a latency-bound producer would: polling the completion counter,
- * yielding the core now and then (gpuic_cpu_relax()) but never sleeping.  gpuic_cmpl_wait()
- * sleeps after a short spin, and a sleep costs the timer's slack (tens of microseconds). */
-static void host_poll(const gpuic_cmpl_t *cmpl)
+/*
+ * Waits for the completion index to reach @p end: polling it (@p poll), yielding the core now
+ * and then (gpuic_cpu_relax()) but never sleeping, as a latency-bound producer would; or
+ * spinning 256 times, then napping from 1 us doubling up to 256 us (a nap costs the timer's
+ * slack, tens of microseconds).
+ */
+static void host_wait(const ring_producer_t *rp, uint64_t end, int poll)
 {
-    gpuic_cmpl_counter_t c;
+    struct timespec pause = {0, 1000};
     unsigned spins = 0;
 
-    for (;;) {
-        gpuic_cmpl_query(cmpl, 0, &c);
-        if (c.completed >= c.posted) {
-            return;
+    while (ring_producer_done(rp) < end) {
+        if (poll || ++spins < 256) {
+            gpuic_cpu_relax(spins);
+            continue;
         }
-        gpuic_cpu_relax(++spins);
+        nanosleep(&pause, NULL);
+        if (pause.tv_nsec < 256000) {
+            pause.tv_nsec *= 2;
+        }
     }
 }
 
-/* Posts one batch of @p n operations (one reservation, one doorbell), waits for their
- * completion, harvests their records. */
+/* Writes one batch of @p n operations (one reservation), waits for their completion, harvests
+ * their records. */
 static void host_one(host_setup_t *h, const dissect_opts_t *o, unsigned n)
 {
     gpuic_trace_view_t v = gpuic_trace_view(h->trace, 0);
     gpuic_wqe_t w[DISSECT_MAX_BATCH];
-    unsigned nbb[DISSECT_MAX_BATCH], total = 0, spins = 0;
+    unsigned nbb[DISSECT_MAX_BATCH], total = 0;
     uint8_t opcode = 0;
     uint64_t seq, t0 = gpuic_trace_now(), s;
 
@@ -184,9 +190,7 @@ static void host_one(host_setup_t *h, const dissect_opts_t *o, unsigned n)
         nbb[i] = host_build(h, o->op, o->size, 0, &w[i], &opcode);
         total += nbb[i];
     }
-    while (gpuic_ring_reserve(h->ring, total, &seq) != GPUIC_OK) {
-        gpuic_cpu_relax(++spins);
-    }
+    seq = ring_producer_reserve(&h->rp, total, NULL);
     s = seq;
     for (unsigned i = 0; i < n; ++i) {
         gpuic_trace_open(v, s, opcode, o->size, GPUIC_TRACE_CLOCK_HOST, t0);
@@ -194,22 +198,15 @@ static void host_one(host_setup_t *h, const dissect_opts_t *o, unsigned n)
         gpuic_trace_stamp(v, s, GPUIC_TRACE_WRITTEN);
         s += nbb[i];
     }
-    gpuic_cmpl_post(h->cmpl, 0, n);
     s = seq;
     for (unsigned i = 0; i < n; ++i) {
-        gpuic_ring_write(h->ring, s, &w[i], nbb[i]);
+        /* the stores publish the entry: both stamps first, so the proxy's come after them */
         gpuic_trace_stamp(v, s, GPUIC_TRACE_FENCED);
+        gpuic_trace_stamp(v, s, GPUIC_TRACE_DOORBELL);
+        ring_producer_write(&h->rp, s, &w[i], nbb[i]);
         s += nbb[i];
     }
-    gpuic_ring_commit(h->ring, seq, total);
-    for (s = seq; s != seq + total; ++s) {
-        gpuic_trace_stamp(v, s, GPUIC_TRACE_DOORBELL); /* continuation slots: no open record */
-    }
-    if (o->poll) {
-        host_poll(h->cmpl);
-    } else {
-        gpuic_cmpl_wait(h->cmpl, 0, GPUIC_CMPL_REMOTE, 0);
-    }
+    host_wait(&h->rp, seq + total, o->poll);
     for (s = seq; s != seq + total; ++s) {
         gpuic_trace_stamp(v, s, GPUIC_TRACE_SEEN);
     }
@@ -247,7 +244,7 @@ static int host_run(const dissect_opts_t *o, FILE *out)
     log = gpuic_trace_log(h.trace, &n);
     fprintf(out, "# gpuic_dissect path=host op=%s size=%u iters=%u batch=%u gap_us=%u "
             "wait=%s clock=host lost=%lu error=%s\n", o->op, o->size, o->iters, o->batch,
-            o->gap_us, o->poll ? "poll" : "cmpl_wait",
+            o->gap_us, o->poll ? "poll" : "sleep",
             (unsigned long)gpuic_trace_lost(h.trace), gpuic_status_string(err));
     fprintf(out, "op,size");
     for (unsigned s = 0; s < GPUIC_TRACE_NSTAGES; ++s) {
@@ -281,7 +278,7 @@ static const dissect_path_t dissect_paths[] = {
 static int usage(void)
 {
     fprintf(stderr, "usage: gpuic_dissect [--path host|proxy|p2p] "
-            "[--op put|get|atomic|flush|put_signal] [--size BYTES] [--iters N] [--warmup N] "
+            "[--op put|get|atomic|put_signal] [--size BYTES] [--iters N] [--warmup N] "
             "[--batch K] [--gap-us US] [--wait sleep|poll] [--spin-rounds N] [--max-sleep-us US] "
             "[--csv FILE]\n");
     return 2;
@@ -290,7 +287,7 @@ static int usage(void)
 int main(int argc, char **argv)
 {
     dissect_opts_t o = {"host", "put", 8, 1000, 100, 1, 0, 0, 0, 0, NULL};
-    static const char *const ops[] = {"put", "get", "atomic", "flush", "put_signal"};
+    static const char *const ops[] = {"put", "get", "atomic", "put_signal"};
     const dissect_path_t *path = NULL;
     FILE *out = stdout;
     int known = 0, rc;
@@ -334,11 +331,11 @@ int main(int argc, char **argv)
         known |= strcmp(o.op, ops[i]) == 0;
     }
     if (!known || o.iters == 0 || o.batch == 0 || o.batch > DISSECT_MAX_BATCH ||
-        o.gap_us >= 1000000 || (o.size == 0 && strcmp(o.op, "flush") != 0) ||
+        o.gap_us >= 1000000 || o.size == 0 ||
         o.size > (64u << 20)) {
         return usage();
     }
-    if (strcmp(o.op, "atomic") == 0 || strcmp(o.op, "flush") == 0) {
+    if (strcmp(o.op, "atomic") == 0) {
         o.size = strcmp(o.op, "atomic") == 0 ? 8 : 0;
     }
     for (unsigned i = 0; i < sizeof(dissect_paths) / sizeof(dissect_paths[0]); ++i) {

@@ -17,7 +17,6 @@
 #include "gpuic_ring.h"
 #include "gpuic_keytable.h"
 #include "gpuic_cmpl.h"
-#include "gpuic_cq.h"
 #include "gpuic_proxy.h"
 #include "gpuic_trace.h"
 

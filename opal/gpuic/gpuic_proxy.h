@@ -12,26 +12,20 @@
  * Per WQE: decode (gpuic_wqe_decode), check the opcode, the key (index, generation, live),
  * that the key's region belongs to the WQE's target and holds the whole access, and the
  * length limit; then issue it.  An invalid WQE touches no memory: it completes with an error
- * (counted as failed, a CQE with the status if the queue has a CQ) and sets the window's
- * error word.
+ * (counted as failed) and sets the window's error word.
  *
- * Completion: the proxy works in rounds.  A round samples every ring's doorbell, drains each
- * ring up to it, then starts one flush of the worker.  Rounds complete in order: a round's
- * local counts are applied once its operations are locally complete and every earlier round's
- * were; its remote counts and CQEs once its flush has completed too.  That is what makes the
- * per-target counters of gpuic_cmpl.h exact.  Within a round a ring is read up to the one
- * doorbell sample and its slots are handed back to producers up to 64 at a time (a quarter of
- * a small ring): the doorbell and the consumer index are lines both sides touch, and moving
- * them once per WQE costs more than the WQE itself.
+ * Completion: the proxy works in rounds.  A round takes what every ring has published, drains
+ * it, then starts one flush of the worker.  Rounds complete in order: a round's local counts
+ * are applied once its operations are locally complete and every earlier round's were; its
+ * remote counts and its rings' completion indexes once its flush has completed too.  So a
+ * queue's completion index (gpuic_proxy_queue_t.done) never passes a WQE that is not complete
+ * at its target, and the per-target counters of gpuic_cmpl.h count in the same order.
  *
  * Idle: the thread starts when the first ring is added, spins a short while after its last
- * work, then sleeps in growing pauses (1 us doubling up to max_sleep_us, default 5 ms; each
- * wake-up costs the platform's timer and scheduler a few tens of microseconds, so the longest
- * pause is what sets an idle proxy's CPU use; docs/performance-history.md gives figures).
- * A host producer's commit ends a pause at once (gpuic_ring_notify(): the proxy registers
- * itself as every attached ring's waiter).  A device producer cannot signal the
- * host, so its first WQE after an idle spell waits up to max_sleep_us to be picked up; after
- * that the proxy is awake and spinning again.  gpuic_proxy_wake() ends a pause as well.
+ * work, then sleeps in growing pauses (1 us doubling up to max_sleep_us), which sets an idle
+ * proxy's CPU use.  Producers (GPU threads) cannot wake it: once a ring has carried entries
+ * the proxy keeps polling while that ring is attached, so entries never wait for a pause.
+ * Pause, resume and destroy end a pause at once.
  * Destroy drains what is published, completes it and joins the thread.
  */
 #ifndef GPUIC_PROXY_H
@@ -41,12 +35,10 @@
 
 #include "gpuic_cmpl.h"
 #include "gpuic_context.h"
-#include "gpuic_cq.h"
 #include "gpuic_keytable.h"
 #include "gpuic_ring.h"
 #include "gpuic_status.h"
 #include "gpuic_trace.h"
-#include "gpuic_wqe.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,8 +46,8 @@ extern "C" {
 
 typedef struct gpuic_proxy gpuic_proxy_t;
 
-/** Longest idle pause by default, in microseconds: the worst-case pick-up delay of a WQE
- *  from a device producer after the proxy went idle (host commits wake it at once). */
+/** Longest idle pause by default, in microseconds: the worst-case pick-up delay of the first
+ *  WQE a proxy that never had work sees. */
 #define GPUIC_PROXY_DEFAULT_MAX_SLEEP_US 5000
 
 /** Parameters of gpuic_proxy_create(); zero fields take their defaults. */
@@ -65,10 +57,6 @@ typedef struct gpuic_proxy_params {
     unsigned max_sleep_us;    /**< longest idle pause in microseconds
                                *   (default GPUIC_PROXY_DEFAULT_MAX_SLEEP_US) */
     uint32_t max_msg_size;    /**< largest put/get/accumulate accepted (default 1 GiB) */
-    /** Called by the proxy thread just before it issues a valid WQE to UCX (for
-     *  measurements; NULL in normal use). */
-    void (*on_issue)(void *arg, const gpuic_wqe_desc_t *desc);
-    void *on_issue_arg;       /**< argument of on_issue */
     /** Copies between a WQE's local buffer and a region the proxy reaches through a local
      *  mapping (key-table entries with @c direct set, e.g. device memory of a same-node GPU
      *  mapped by CUDA IPC); synchronous: the data is in place when it returns.  NULL: such
@@ -81,12 +69,10 @@ typedef struct gpuic_proxy_queue {
     gpuic_ring_t     *ring; /**< the send queue drained */
     gpuic_keytable_t *keys; /**< the window's key table (rkey fields) */
     gpuic_cmpl_t     *cmpl; /**< the window's counters and error word (QPN field = target) */
-    gpuic_cq_t       *cq;   /**< CQ for signalled and failed WQEs, or NULL */
-    /** Completion index, or NULL: after each round the proxy stores there the ring's
+    /** Completion index (required): after each round the proxy stores there the ring's
      *  sequence number below which every WQE is complete (remotely, results written), in
-     *  order.  Producers that cannot read the per-target counters cheaply (GPU threads, the
-     *  index lives in memory mapped to the device) wait on it, and may reserve slots against
-     *  it instead of the consumer index so that a slot's staging data outlives its WQE. */
+     *  order.  Producers wait on it for completion, and without a free index for free
+     *  slots: a slot's staging data outlives its WQE. */
     uint64_t         *done;
     /**
      * Free index, or NULL (then slots are free once done passes them): the sequence number
@@ -152,13 +138,6 @@ void gpuic_proxy_pause(gpuic_proxy_t *proxy);
 
 /** Gives the context back to the proxy thread. */
 void gpuic_proxy_resume(gpuic_proxy_t *proxy);
-
-/**
- * Ends an idle pause early.  Host producers need not call it (gpuic_ring_commit() wakes a
- * sleeping proxy); it serves other events the proxy must see.  Costs a fence and one load
- * when the proxy is awake.  Device producers cannot call it (the proxy polls).
- */
-void gpuic_proxy_wake(gpuic_proxy_t *proxy);
 
 /** Reads the proxy's counters. */
 void gpuic_proxy_stats(gpuic_proxy_t *proxy, gpuic_proxy_stats_t *stats);

@@ -18,10 +18,10 @@
  * gpuic_trace_calibrate_cuda() of gpuic_trace_calibrate.cuh, which fits its round trips with
  * gpuic_trace_calibration_fit()).
  *
- * Cost: the stamp helpers below are inline and always available.  The hooks inside libgpuic
- * (proxy pickup, UCX call issued, remote completion) exist only in a build configured with
- * --enable-trace (GPUIC_TRACE in gpuic_build_config.h); otherwise they are compiled out, and
- * a queue's trace is ignored.
+ * Cost: the stamp helpers below are inline and always available.  The trace points inside
+ * libgpuic (proxy pickup, UCX call issued, remote completion: GPUIC_TRACE_POINT() of
+ * gpuic_proxy_internal.h) exist only in a build configured with --enable-trace (GPUIC_TRACE in
+ * gpuic_build_config.h); otherwise they expand to nothing, and a queue's trace is ignored.
  *
  * Stamp API, for any producer (host thread, or a kernel through the mapped view):
  *
@@ -30,8 +30,9 @@
  *     gpuic_trace_open(v, seq, opcode, len, clock, t0);      GPUIC_TRACE_ISSUE
  *     ... build the WQE ...
  *     gpuic_trace_stamp(v, seq, GPUIC_TRACE_WRITTEN);
- *     gpuic_ring_write(...);  gpuic_trace_stamp(v, seq, GPUIC_TRACE_FENCED);
- *     gpuic_ring_commit(...); gpuic_trace_stamp(v, seq, GPUIC_TRACE_DOORBELL);
+ *     ... fence a staged payload ...  gpuic_trace_stamp(v, seq, GPUIC_TRACE_FENCED);
+ *     ... store the tagged words (gpuic_ring.h), which publishes the entry, stamping
+ *     GPUIC_TRACE_DOORBELL as the stores begin (a host producer) or end (a GPU producer) ...
  *     ... completion seen ...  gpuic_trace_stamp(v, seq, GPUIC_TRACE_SEEN);
  *     gpuic_trace_harvest(trace, seq, 1);                   (host code)
  *
@@ -60,7 +61,7 @@ typedef enum gpuic_trace_stage {
     GPUIC_TRACE_ISSUE    = 0, /**< [producer] the operation was called */
     GPUIC_TRACE_WRITTEN  = 1, /**< [producer] slots reserved, descriptor built */
     GPUIC_TRACE_FENCED   = 2, /**< [producer] descriptor in the slots, ordering fence done */
-    GPUIC_TRACE_DOORBELL = 3, /**< [producer] doorbell record published */
+    GPUIC_TRACE_DOORBELL = 3, /**< [producer] entry published (its tagged words stored) */
     GPUIC_TRACE_PICKUP   = 4, /**< [proxy] WQE copied out of the ring */
     GPUIC_TRACE_ISSUED   = 5, /**< [proxy] validated, UCX call issued (or nothing to issue) */
     GPUIC_TRACE_REMOTE   = 6, /**< [proxy] complete at the target (its round's flush done) */
@@ -188,8 +189,8 @@ static inline GPUIC_HOST_DEVICE void gpuic_trace_open(gpuic_trace_view_t v, uint
 /**
  * Stamps @p stage of the record of @p seq with the time now (gpuic_trace_now()).  Producers
  * stamp their stages, the proxy its own; a stage is stamped by one party only, and the record
- * was opened before the doorbell that hands the WQE to the proxy, so plain stores suffice: the
- * ring's own ordering (doorbell release, completion counters) orders them.
+ * was opened before the stores that hand the WQE to the proxy, so plain stores suffice: the
+ * ring's own ordering (tagged words, completion index) orders them.
  */
 static inline GPUIC_HOST_DEVICE void gpuic_trace_stamp(gpuic_trace_view_t v, uint64_t seq,
                                                        gpuic_trace_stage_t stage)

@@ -18,7 +18,6 @@
  *   ATOMIC_CS/FA    ctrl | raddr | atomic | data (8-byte result buffer)   DS 4
  *   gpuic ACCUMULATE  ctrl | raddr | ext | data (operand)  DS 4
  *   gpuic PUT_SIGNAL  ctrl | raddr | data | raddr (signal) | ext   DS 5 (two BBs)
- *   gpuic FLUSH     ctrl                                   DS 1
  *
  * The rkey field never holds a hardware key on the proxy path: it names an entry of the target
  * window's key table and that entry's generation (gpuic_keytable.h), and the consumer checks it.
@@ -69,7 +68,6 @@ enum gpuic_wqe_opcode {
     GPUIC_WQE_OP_EXT_FIRST     = 0xe0,
     GPUIC_WQE_OP_ACCUMULATE    = 0xe0, /**< MPI accumulate: element-wise op on count elements */
     GPUIC_WQE_OP_PUT_SIGNAL    = 0xe1, /**< put, then an atomic update of a signal word */
-    GPUIC_WQE_OP_FLUSH         = 0xe2, /**< flush marker: earlier WQEs to the target complete first */
     /** Up to GPUIC_WQE_PUT8_MAX puts of 8 bytes each under one key (in imm) to one target: one
      *  GPUIC_WQE_OP_PUT8_MULTI segment each, after the control segment. */
     GPUIC_WQE_OP_PUT8_MULTI    = 0xe3
@@ -429,15 +427,6 @@ static inline GPUIC_HOST_DEVICE unsigned gpuic_wqe_build_put_signal(
     return 2;
 }
 
-/** Builds a flush marker for the target; signalled, its CQE means earlier WQEs completed. */
-static inline GPUIC_HOST_DEVICE unsigned gpuic_wqe_build_flush(gpuic_wqe_t *wqe,
-                                                               const gpuic_wqe_hdr_t *h)
-{
-    gpuic_wqe_set_ctrl((gpuic_wqe_ctrl_seg_t *)gpuic_wqe_seg(wqe, 0), h->wqe_index,
-                       GPUIC_WQE_OP_FLUSH, 0, h->target, h->flags, 1, 0, 0);
-    return 1;
-}
-
 /**
  * Builds @p n (1 .. GPUIC_WQE_PUT8_MAX) puts of 8 bytes to one target under one key: put i
  * writes the 8 bytes at data + 8i to raddrs[i].  The key travels in the control segment's imm
@@ -549,7 +538,6 @@ static inline GPUIC_HOST_DEVICE gpuic_status_t gpuic_wqe_decode(const gpuic_wqe_
     }
     switch (d->opcode) {
     case GPUIC_WQE_OP_NOP:
-    case GPUIC_WQE_OP_FLUSH:
         expect_ds = 1;
         break;
     case GPUIC_WQE_OP_RDMA_WRITE:

@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness for the consumer side of a WQE: arbitrary bytes are laid into a small
- * ring (slots, valid markers, doorbell), drained with gpuic_ring_peek(), decoded with
+ * ring (tagged blocks, each a head or a continuation), drained with gpuic_ring_peek(), decoded with
  * gpuic_wqe_decode() and checked against a key table, as the proxy does before it touches
  * memory.  Anything the decoder and the key table accept must be self-consistent: the access
  * lies inside a registered region and an inline payload inside the WQE copy.
@@ -70,6 +70,7 @@ static void check(const gpuic_wqe_t *copy, unsigned nbb, const gpuic_wqe_desc_t 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static int ready;
+    static uint64_t mem[1024] __attribute__((aligned(64)));
     gpuic_ring_t *ring;
     gpuic_wqe_t copy;
     uint64_t seq;
@@ -79,7 +80,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         setup();
         ready = 1;
     }
-    if (size < 1 || gpuic_ring_create(RING_SLOTS, 0, &ring) != GPUIC_OK) {
+    if (size < 1 || gpuic_ring_create_tagged_at(mem, sizeof(mem), RING_SLOTS, 0, &ring) !=
+                        GPUIC_OK) {
         return 0;
     }
     /* first byte: which slots are WQE heads (bit clear) or continuations (bit set) */
@@ -90,22 +92,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (unsigned s = 0; s < nslots; ++s) {
         size_t off = 1 + (size_t)s * GPUIC_WQE_BB_SIZE;
         size_t n = size - off < GPUIC_WQE_BB_SIZE ? size - off : GPUIC_WQE_BB_SIZE;
-        memcpy(&ring->slots[s], data + off, n);
-        ring->markers[s] = gpuic_ring_marker(s, (data[0] >> s) & 1);
+        uint32_t block[GPUIC_RING_TAGGED_WORDS] = {0}, tag = gpuic_ring_tag(s, (data[0] >> s) & 1);
+
+        memcpy(block, data + off, n);
+        for (unsigned i = 0; i < GPUIC_RING_TAGGED_WORDS; ++i) {
+            ring->tagged[s * GPUIC_RING_TAGGED_WORDS + i] = gpuic_ring_tagged_word(tag, block[i]);
+        }
     }
-    ring->reserve = nslots;
-    ring->doorbell = nslots;
-    while ((nbb = gpuic_ring_peek(ring, &copy, &seq)) != 0 && guard++ < RING_SLOTS) {
+    while ((nbb = gpuic_ring_peek(ring, nslots, &copy, &seq)) != 0 && guard++ < RING_SLOTS) {
         gpuic_wqe_desc_t d;
 
         if (gpuic_wqe_decode(&copy, nbb, &d) == GPUIC_OK) {
             check(&copy, nbb, &d);
         }
-        gpuic_ring_consume(ring, nbb);
+        gpuic_ring_take(ring, nbb);
     }
-    if (gpuic_ring_consumer_index(ring) != nslots) {
+    if (gpuic_ring_read_index(ring) != nslots) {
         abort(); /* the consumer must drain every published slot */
     }
-    gpuic_ring_destroy(ring);
     return 0;
 }

@@ -1,7 +1,8 @@
 /*
  * proxy_fixture.h - a proxy looping back to its own process: one serialized context, an
  * endpoint to itself, NT target regions (each inside a larger buffer whose edges are canary
- * bytes the proxy must never write), a key table naming them and a completion block.
+ * bytes the proxy must never write), a key table naming them and a completion block.  Rings
+ * are written by host threads through ring_producer.h.
  */
 #ifndef GPUIC_PROXY_FIXTURE_H
 #define GPUIC_PROXY_FIXTURE_H
@@ -16,6 +17,7 @@
 
 #include "gpuic.h"
 #include "gpuic_mem.h"
+#include "ring_producer.h"
 #include "unit_test.h"
 
 #define FIX_MAX_TARGETS 8
@@ -178,27 +180,15 @@ static inline void fixture_destroy(fixture_t *f)
     gpuic_context_destroy(f->ctx);
 }
 
-/* Posts one WQE of nbb blocks on ring for target t: count, write, commit (which wakes the
- * proxy if it sleeps). */
-static inline void fixture_post(fixture_t *f, gpuic_ring_t *ring, gpuic_wqe_t *w,
-                                unsigned nbb, unsigned t, unsigned *full)
+/* Attaches @p rp's ring to the fixture's proxy, with the fixture's key table and counters. */
+static inline gpuic_status_t fixture_attach(fixture_t *f, ring_producer_t *rp)
 {
-    uint64_t seq = 0;
+    gpuic_proxy_queue_t q;
 
-    while (gpuic_ring_reserve(ring, nbb, &seq) == GPUIC_ERR_NO_RESOURCE) {
-        if (full != NULL) {
-            (*full)++;
-        }
-        gpuic_proxy_wake(f->proxy);
-        sched_yield();
-    }
-    /* the WQE index is the slot's sequence number (mod 2^16) */
-    ((gpuic_wqe_ctrl_seg_t *)w)->opmod_idx_opcode =
-        gpuic_htobe32((gpuic_be32toh(((gpuic_wqe_ctrl_seg_t *)w)->opmod_idx_opcode) & 0xff0000ffu) |
-                      ((uint32_t)(uint16_t)seq << 8));
-    gpuic_cmpl_post(f->cmpl, t, 1);
-    gpuic_ring_write(ring, seq, w, nbb);
-    gpuic_ring_commit(ring, seq, nbb);
+    ring_producer_queue(rp, &q);
+    q.keys = f->keys;
+    q.cmpl = f->cmpl;
+    return gpuic_proxy_add(f->proxy, &q);
 }
 
 #endif

@@ -10,7 +10,7 @@
  *  - an acknowledgement stored before the proxy takes the WQE (a producer that gave up)
  *    releases it as soon as it completes;
  *  - over several laps of the ring, with holds in every lap;
- *  - a queue with a free index but no acknowledgement array (or no completion index) is
+ *  - a queue with a free index but no acknowledgement array, or without a completion index, is
  *    refused.
  */
 #include <stdio.h>
@@ -21,10 +21,8 @@
 #define SLOTS 8
 
 static fixture_t fx;
-static gpuic_ring_t *ring;
-/* the completion index and the free index, as a device queue lays them out: one line */
-static uint64_t idx[8] __attribute__((aligned(64)));
-static uint64_t acks[SLOTS];
+static ring_producer_t rp; /* its idx[0] and idx[1]: the completion and free indexes */
+static uint64_t *idx;
 static uint64_t results[SLOTS];
 static uint64_t seq_next;
 
@@ -37,7 +35,6 @@ static uint64_t load(const uint64_t *p)
 static uint64_t wait_for(const uint64_t *p, uint64_t want)
 {
     for (long i = 0; i < 10000000 && load(p) < want; ++i) {
-        gpuic_proxy_wake(fx.proxy);
         sched_yield();
     }
     return load(p);
@@ -47,14 +44,13 @@ static uint64_t wait_for(const uint64_t *p, uint64_t want)
 static void settle(void)
 {
     for (int i = 0; i < 2000; ++i) {
-        gpuic_proxy_wake(fx.proxy);
         sched_yield();
     }
 }
 
 static void ack(uint64_t seq)
 {
-    __atomic_store_n(&acks[seq % SLOTS], gpuic_ring_ack_word(seq), __ATOMIC_RELEASE);
+    ring_producer_ack(&rp, seq);
 }
 
 /* Posts a put (no result), a fetch-and-add or a get of 8 bytes into results[] at the slot's
@@ -78,7 +74,7 @@ static uint64_t post(int op)
         gpuic_wqe_build_get(&w, &h, (uint64_t)(uintptr_t)&results[seq % SLOTS], 0, 8,
                             fixture_raddr(&fx, 0, 64), fx.key[0]);
     }
-    fixture_post(&fx, ring, &w, 1, 0, NULL);
+    CHECK(ring_producer_post(&rp, &w, 1, NULL) == seq);
     return seq;
 }
 
@@ -93,7 +89,7 @@ static uint64_t hold_then_release(int op)
     settle();
     CHECK(load(&idx[1]) == r);
     got = results[r % SLOTS];
-    __atomic_store_n(&acks[r % SLOTS], gpuic_ring_ack_word(r - SLOTS), __ATOMIC_RELEASE);
+    __atomic_store_n(&rp.acks[r % SLOTS], gpuic_ring_ack_word(r - SLOTS), __ATOMIC_RELEASE);
     settle();
     CHECK(load(&idx[1]) == r);
     ack(r);
@@ -151,28 +147,28 @@ static void test_laps(void)
 
 int main(void)
 {
-    gpuic_proxy_queue_t q = {0};
+    gpuic_proxy_queue_t q;
 
-    CHECK(gpuic_ring_create(SLOTS, 9, &ring) == GPUIC_OK);
+    CHECK(ring_producer_create(&rp, SLOTS, 9, 1));
+    idx = rp.idx;
     if (!fixture_create_kind(&fx, 1, LEN, FIX_HOST_CPU_ATOMICS)) {
         CHECK(!"fixture");
         return unit_test_result("test_proxy_free");
     }
-    q.ring = ring;
+    ring_producer_queue(&rp, &q);
     q.keys = fx.keys;
     q.cmpl = fx.cmpl;
-    q.done = &idx[0];
-    q.free = &idx[1];
+    q.acks = NULL;
     CHECK(gpuic_proxy_add(fx.proxy, &q) == GPUIC_ERR_INVALID_PARAM); /* no acks */
-    q.acks = acks;
+    q.acks = rp.acks;
     q.done = NULL;
     CHECK(gpuic_proxy_add(fx.proxy, &q) == GPUIC_ERR_INVALID_PARAM); /* no done */
-    q.done = &idx[0];
+    q.done = &rp.idx[0];
     CHECK(gpuic_proxy_add(fx.proxy, &q) == GPUIC_OK);
     test_hold_release();
     test_laps();
     CHECK(fixture_canaries_ok(&fx));
     fixture_destroy(&fx);
-    gpuic_ring_destroy(ring);
+    ring_producer_destroy(&rp);
     return unit_test_result("test_proxy_free");
 }

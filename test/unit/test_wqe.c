@@ -61,8 +61,6 @@ static void check_roundtrip(void)
     CHECK(d.ext_value == 42 && d.len == 32 && d.nbb == 2);
     CHECK(gpuic_wqe_decode(&w, 1, &d) == GPUIC_ERR_INVALID_PARAM);
 
-    CHECK(gpuic_wqe_build_flush(&w, &hdr) == 1);
-    CHECK(gpuic_wqe_decode(&w, 1, &d) == GPUIC_OK && d.opcode == GPUIC_WQE_OP_FLUSH);
     CHECK(gpuic_wqe_build_nop(&w, &hdr) == 1);
     CHECK(gpuic_wqe_decode(&w, 1, &d) == GPUIC_OK && d.opcode == GPUIC_WQE_OP_NOP);
 }
@@ -165,8 +163,8 @@ static void check_malformed(void)
     gpuic_wqe_build_put_signal(&w, &hdr, 0x1000, 0, 8, 0x2000, 1, 0x3000, 1, 9, 1);
     CHECK(gpuic_wqe_decode(&w, 2, &d) == GPUIC_ERR_INVALID_PARAM);
 
-    /* a flush marker carries nothing else */
-    gpuic_wqe_build_flush(&w, &hdr);
+    /* a NOP carries nothing else */
+    gpuic_wqe_build_nop(&w, &hdr);
     set_ds(&w, 2);
     CHECK(gpuic_wqe_decode(&w, 2, &d) == GPUIC_ERR_INVALID_PARAM);
 }

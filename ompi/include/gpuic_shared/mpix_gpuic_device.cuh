@@ -397,8 +397,8 @@ __device__ static inline unsigned gpuic_dev_block_rank(void)
  * the lane is threadIdx.x % 32 only in blocks whose x extent is a multiple of 32 (a 16 x 2
  * block has lanes 16-31 at threadIdx.x 0-15 of its second row); warp collectives and the
  * _warp calls' shares of a transfer go by it.  Computed rather than read from %laneid, which
- * kept a register more live in kernels that use the whole API (test_device_copy's 1024-thread
- * k_put_large: 66 registers, over the 64 such a block allows; 64 with this). */
+ * keeps a register more live in kernels that use the whole API (docs/performance-history.md,
+ * "Device register counts"). */
 __device__ static inline unsigned gpuic_dev_lane(void)
 {
     return gpuic_dev_block_rank() & 31u;

@@ -617,8 +617,8 @@ __device__ static inline void gpuic_dev_proxy_write(MPIX_Gpuic_device_queue *q, 
         const uint64_t *src = &wqe->words[b * (GPUIC_WQE_BB_SIZE / 8)];
 
         /* not unrolled whole: the entry then stays in local memory (L1) instead of taking
-         * registers from the caller's kernel (regcount.cu: 32 registers with a put, 48 fully
-         * unrolled, 40 before the tagged ring) */
+         * registers from the caller's kernel (docs/performance-history.md, "Device register
+         * counts") */
 #pragma unroll 2
         for (unsigned i = 0; i < GPUIC_WQE_BB_SIZE / 8; ++i) {
             /* word 2i holds bytes 8i .. 8i+3, word 2i+1 bytes 8i+4 .. 8i+7 (little-endian) */

@@ -1,0 +1,245 @@
+/*
+ * The proxy's validation and execution of one WQE: every access is checked against the
+ * queue's key table (index, generation, live entry, the entry's target, the whole range)
+ * before anything is touched, then made through UCX, through a local mapping (copies, CPU
+ * atomics) or through the copy function for device memory (gpuic_proxy_params_t.copy).
+ */
+#include <string.h>
+
+#include "gpuic_proxy_internal.h"
+
+/* Looks up a key for an access and checks the region belongs to the WQE's target. */
+static gpuic_status_t gpuic_proxy_check(const gpuic_proxy_attached_t *a, uint32_t target,
+                                        uint32_t rkey, uint64_t raddr, uint64_t len,
+                                        const gpuic_keytable_entry_t **e_p)
+{
+    gpuic_status_t status = gpuic_keytable_lookup(a->q.keys, rkey, raddr, len, e_p);
+
+    if (status == GPUIC_OK && (*e_p)->target != target) {
+        return GPUIC_ERR_BAD_KEY; /* a key of another target's region */
+    }
+    return status;
+}
+
+/* Copies through a direct entry's mapping (synchronous): CPU loads and stores for host
+ * memory, the copy function for device memory. */
+static gpuic_status_t gpuic_proxy_copy_direct(gpuic_proxy_t *proxy,
+                                              const gpuic_keytable_entry_t *e, void *dst,
+                                              const void *src, size_t len)
+{
+    if (e->direct == GPUIC_KEYTABLE_DIRECT_HOST) {
+        memcpy(dst, src, len);
+        return GPUIC_OK;
+    }
+    if (proxy->params.copy == NULL) {
+        return GPUIC_ERR_UNSUPPORTED;
+    }
+    return proxy->params.copy(dst, src, len);
+}
+
+/* Moves a put's or get's data through a direct entry's mapping (synchronous). */
+static gpuic_status_t gpuic_proxy_copy(gpuic_proxy_t *proxy, const gpuic_keytable_entry_t *e,
+                                       const gpuic_wqe_desc_t *d, uint64_t raddr, uint32_t len)
+{
+    void *remote = (void *)(uintptr_t)raddr;
+
+    if (d->opcode == GPUIC_WQE_OP_RDMA_READ) {
+        return gpuic_proxy_copy_direct(proxy, e, (void *)(uintptr_t)d->laddr, remote, len);
+    }
+    return gpuic_proxy_copy_direct(proxy, e, remote,
+                                   d->inline_data != NULL ? (const void *)d->inline_data
+                                                          : (const void *)(uintptr_t)d->laddr,
+                                   len);
+}
+
+/* The data of a put-with-signal, complete at the target on return (the signal may follow):
+ * a synchronous copy through a direct entry's mapping, or a UCX put and an endpoint flush. */
+static gpuic_status_t gpuic_proxy_put_signal_data(gpuic_proxy_t *proxy, gpuic_proxy_op_t *op,
+                                                  const gpuic_wqe_desc_t *d,
+                                                  const gpuic_keytable_entry_t *e)
+{
+    gpuic_status_t status;
+
+    if (d->len == 0) {
+        return GPUIC_OK;
+    }
+    if (e->direct) {
+        return gpuic_proxy_copy_direct(proxy, e, (void *)(uintptr_t)d->raddr,
+                                       (const void *)(uintptr_t)d->laddr, d->len);
+    }
+    op->round->ucx = 1;
+    status = gpuic_rma_put(e->ep, (const void *)(uintptr_t)d->laddr, d->len, d->raddr, e->rkey);
+    if (status == GPUIC_OK) {
+        status = gpuic_ep_flush(e->ep);
+    }
+    return status;
+}
+
+/* The signal update of a put-with-signal, once its data is in place: an atomic (CPU or UCX,
+ * as the signal word's entry says, so that it is atomic against every other update of the
+ * word), or, on a mapping without an atomic both sides share, a plain store for a set (an add
+ * would not be atomic against the target's own updates). */
+static gpuic_status_t gpuic_proxy_put_signal_word(gpuic_proxy_t *proxy, gpuic_proxy_op_t *op,
+                                                  const gpuic_wqe_desc_t *d,
+                                                  const gpuic_keytable_entry_t *se)
+{
+    uint64_t value = d->ext_value, old;
+
+    if (se->cpu_atomics || (se->ep != NULL && se->rkey != NULL)) {
+        op->round->ucx |= gpuic_proxy_atomic_uses_ucx(se);
+        if (d->ext_op == GPUIC_SIGNAL_ADD) {
+            return gpuic_proxy_atomic(se, GPUIC_ATOMIC_ADD, value, 0, 8, d->sig_raddr,
+                                      se->cpu_atomics ? &old : NULL);
+        }
+        return gpuic_proxy_atomic(se, GPUIC_ATOMIC_SWAP, value, 0, 8, d->sig_raddr, &old);
+    }
+    if (d->ext_op == GPUIC_SIGNAL_ADD) {
+        return GPUIC_ERR_UNSUPPORTED;
+    }
+    if (se->direct == GPUIC_KEYTABLE_DIRECT_HOST) {
+        /* the data stores before it for whoever reads the word with acquire */
+        __atomic_store_n((uint64_t *)(uintptr_t)d->sig_raddr, value, __ATOMIC_RELEASE);
+        return GPUIC_OK;
+    }
+    return gpuic_proxy_copy_direct(proxy, se, (void *)(uintptr_t)d->sig_raddr, &value,
+                                   sizeof(value));
+}
+
+/*
+ * The puts of a GPUIC_WQE_OP_PUT8_MULTI entry: every one checked against the key table before
+ * any is made (a bad one fails the entry with nothing written), then copied through the key's
+ * mapping.  Producers use these entries only for targets the proxy reaches through a mapping
+ * (MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED); over UCX each put would need its payload kept until
+ * its local completion, so such entries are refused there.
+ */
+static gpuic_status_t gpuic_proxy_put8_multi(gpuic_proxy_t *proxy, gpuic_proxy_attached_t *a,
+                                             gpuic_proxy_op_t *op, const gpuic_wqe_desc_t *d)
+{
+    const gpuic_keytable_entry_t *e = NULL;
+    unsigned n = d->ds - 1;
+    gpuic_status_t status;
+
+    for (unsigned i = 0; i < n; ++i) {
+        status = gpuic_proxy_check(a, d->target, d->rkey, gpuic_be64toh(d->put8[i].raddr), 8, &e);
+        if (status != GPUIC_OK) {
+            return status;
+        }
+        if (!e->direct) {
+            return GPUIC_ERR_UNSUPPORTED;
+        }
+    }
+    GPUIC_TRACE_POINT(issued, op);
+    for (unsigned i = 0; i < n; ++i) {
+        status = gpuic_proxy_copy_direct(proxy, e,
+                                         (void *)(uintptr_t)gpuic_be64toh(d->put8[i].raddr),
+                                         d->put8[i].data, 8);
+        if (status != GPUIC_OK) {
+            return status;
+        }
+    }
+    return GPUIC_OK;
+}
+
+gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t *a,
+                                   gpuic_proxy_op_t *op, const gpuic_wqe_desc_t *d)
+{
+    const gpuic_keytable_entry_t *e, *se;
+    gpuic_status_t status;
+    uint64_t old;
+
+    if (d->len > proxy->params.max_msg_size) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    if (d->flags & GPUIC_WQE_CTRL_FENCE) {
+        /* hardware semantics: earlier WQEs complete before this one starts */
+        status = gpuic_context_flush(proxy->params.ctx);
+        if (status != GPUIC_OK) {
+            return status;
+        }
+    }
+    switch (d->opcode) {
+    case GPUIC_WQE_OP_RDMA_WRITE:
+    case GPUIC_WQE_OP_RDMA_READ:
+        status = gpuic_proxy_check(a, d->target, d->rkey, d->raddr, d->len, &e);
+        if (status != GPUIC_OK) {
+            return status;
+        }
+        if (d->len == 0) {
+            return GPUIC_OK;
+        }
+        if (d->inline_data == NULL && d->laddr == 0) {
+            return GPUIC_ERR_INVALID_PARAM;
+        }
+        GPUIC_TRACE_POINT(issued, op);
+        if (e->direct) {
+            return gpuic_proxy_copy(proxy, e, d, d->raddr, d->len);
+        }
+        op->round->ucx = 1;
+        if (d->opcode == GPUIC_WQE_OP_RDMA_READ) {
+            return gpuic_rma_get_nb(e->ep, (void *)(uintptr_t)d->laddr, d->len, d->raddr,
+                                    e->rkey, &op->comp);
+        }
+        return gpuic_rma_put_nb(e->ep, d->inline_data != NULL ? (const void *)d->inline_data
+                                                              : (const void *)(uintptr_t)d->laddr,
+                                d->len, d->raddr, e->rkey, &op->comp);
+    case GPUIC_WQE_OP_ATOMIC_FA:
+    case GPUIC_WQE_OP_ATOMIC_CS:
+        status = gpuic_proxy_check(a, d->target, d->rkey, d->raddr, 8, &e);
+        if (status != GPUIC_OK) {
+            return status;
+        }
+        if (d->raddr % 8 != 0 || d->laddr == 0) {
+            return GPUIC_ERR_INVALID_PARAM;
+        }
+        if (e->direct == GPUIC_KEYTABLE_DIRECT_COPY) {
+            return GPUIC_ERR_UNSUPPORTED;
+        }
+        GPUIC_TRACE_POINT(issued, op);
+        op->round->ucx |= gpuic_proxy_atomic_uses_ucx(e);
+        /* The proxy executes atomics in host byte order (the WQE operands are big-endian,
+         * as on the wire; the decoder converted them). */
+        status = gpuic_proxy_atomic(e, d->opcode == GPUIC_WQE_OP_ATOMIC_FA ? GPUIC_ATOMIC_ADD
+                                                                           : GPUIC_ATOMIC_CSWAP,
+                                    d->swap_add, d->compare, 8, d->raddr, &old);
+        if (status == GPUIC_OK) {
+            memcpy((void *)(uintptr_t)d->laddr, &old, sizeof(old));
+        }
+        return status;
+    case GPUIC_WQE_OP_ACCUMULATE:
+        status = gpuic_proxy_check(a, d->target, d->rkey, d->raddr, d->len, &e);
+        if (status != GPUIC_OK) {
+            return status;
+        }
+        GPUIC_TRACE_POINT(issued, op);
+        if (e->direct == GPUIC_KEYTABLE_DIRECT_COPY) {
+            return GPUIC_ERR_UNSUPPORTED;
+        }
+        op->round->ucx |= gpuic_proxy_atomic_uses_ucx(e);
+        return gpuic_proxy_accumulate(e, d);
+    case GPUIC_WQE_OP_PUT8_MULTI:
+        return gpuic_proxy_put8_multi(proxy, a, op, d);
+    case GPUIC_WQE_OP_PUT_SIGNAL:
+        status = gpuic_proxy_check(a, d->target, d->rkey, d->raddr, d->len, &e);
+        if (status == GPUIC_OK) {
+            status = gpuic_proxy_check(a, d->target, d->sig_rkey, d->sig_raddr, 8, &se);
+        }
+        if (status != GPUIC_OK) {
+            return status;
+        }
+        if (d->sig_raddr % 8 != 0 || (d->len != 0 && d->laddr == 0)) {
+            return GPUIC_ERR_INVALID_PARAM;
+        }
+        GPUIC_TRACE_POINT(issued, op);
+        if (d->ext_op == GPUIC_SIGNAL_ADD && !se->cpu_atomics &&
+            (se->ep == NULL || se->rkey == NULL)) {
+            return GPUIC_ERR_UNSUPPORTED; /* refused before the data moves */
+        }
+        /* the data must be complete at the target before the signal can be seen */
+        status = gpuic_proxy_put_signal_data(proxy, op, d, e);
+        if (status != GPUIC_OK) {
+            return status;
+        }
+        return gpuic_proxy_put_signal_word(proxy, op, d, se);
+    }
+    return GPUIC_ERR_BAD_OPCODE;
+}
