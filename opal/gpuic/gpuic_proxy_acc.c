@@ -136,8 +136,10 @@ gpuic_status_t gpuic_proxy_atomic(const gpuic_keytable_entry_t *e, gpuic_atomic_
         }
         return GPUIC_OK;
     }
-    if (e->ep == NULL || e->rkey == NULL) {
-        return GPUIC_ERR_UNSUPPORTED; /* a mapping only: no atomic both sides share */
+    if (e->ep == NULL || e->rkey == NULL || e->device_memory) {
+        /* a mapping only, or device memory a software atomic would corrupt: no atomic both
+         * sides share */
+        return GPUIC_ERR_UNSUPPORTED;
     }
     if (e->direct) {
         raddr = e->remote_base + (raddr - e->base); /* from the mapping to the owner's */

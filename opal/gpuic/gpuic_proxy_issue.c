@@ -77,14 +77,21 @@ static gpuic_status_t gpuic_proxy_put_signal_data(gpuic_proxy_t *proxy, gpuic_pr
 
 /* The signal update of a put-with-signal, once its data is in place: an atomic (CPU or UCX,
  * as the signal word's entry says, so that it is atomic against every other update of the
- * word), or, on a mapping without an atomic both sides share, a plain store for a set (an add
- * would not be atomic against the target's own updates). */
+ * word), or, on a mapping without an atomic both sides share and on device memory reached
+ * through UCX, a plain 8-byte write for a set (an add would not be atomic against the target's
+ * own updates), complete at the target before the entry completes. */
 static gpuic_status_t gpuic_proxy_put_signal_word(gpuic_proxy_t *proxy, gpuic_proxy_op_t *op,
                                                   const gpuic_wqe_desc_t *d,
                                                   const gpuic_keytable_entry_t *se)
 {
     uint64_t value = d->ext_value, old;
+    gpuic_status_t status;
 
+    if (se->device_memory) {
+        op->round->ucx = 1;
+        status = gpuic_rma_put(se->ep, &value, sizeof(value), d->sig_raddr, se->rkey);
+        return status == GPUIC_OK ? gpuic_ep_flush(se->ep) : status;
+    }
     if (se->cpu_atomics || (se->ep != NULL && se->rkey != NULL)) {
         op->round->ucx |= gpuic_proxy_atomic_uses_ucx(se);
         if (d->ext_op == GPUIC_SIGNAL_ADD) {
@@ -231,7 +238,7 @@ gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t 
         }
         GPUIC_TRACE_POINT(issued, op);
         if (d->ext_op == GPUIC_SIGNAL_ADD && !se->cpu_atomics &&
-            (se->ep == NULL || se->rkey == NULL)) {
+            (se->ep == NULL || se->rkey == NULL || se->device_memory)) {
             return GPUIC_ERR_UNSUPPORTED; /* refused before the data moves */
         }
         /* the data must be complete at the target before the signal can be seen */
