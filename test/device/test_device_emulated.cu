@@ -3,7 +3,7 @@
  * emulated node is its world rank / N):
  *  1. a GPU window (MPI_Win_allocate, cuda:device) over processes of several emulated nodes:
  *     with a CUDA-enabled UCX, peers of other emulated nodes are reached through UCX (target
- *     path); without one, creation fails on every process (MPI_ERR_UNSUPPORTED_OPERATION, or
+ *     path), and device calls reach them through the proxy (remote_device_calls); without one, creation fails on every process (MPI_ERR_UNSUPPORTED_OPERATION, or
  *     MPI_ERR_WIN as Open MPI reports a refusing component), and a later window works;
  *  2. a GPU window on the communicator of one emulated node: CUDA IPC (target path IPC, device
  *     path P2P), a device put to the right neighbour in it, checked on the host;
@@ -53,9 +53,88 @@ __global__ void get_flush(MPIX_Win_device win, int target, int *dst, int *rc)
     }
 }
 
+/* One thread: put-with-signal (SET) of the first 64 integers of src to @p target at element
+ * INTS, signal word at element 2 * INTS - 2, then flush; rc[2] the status.  Then a
+ * fetch-and-add, which must be refused on device memory of another node: rc[3]. */
+__global__ void put_signal_fadd(MPIX_Win_device win, int target, const int *src, int *rc)
+{
+    int64_t old = 0;
+    int r = MPIX_Put_signal_device(src, 64 * sizeof(int), target, INTS * sizeof(int),
+                                   (2 * INTS - 2) * sizeof(int), 7, MPIX_DEVICE_SIGNAL_SET, win);
+
+    rc[2] = r != MPI_SUCCESS ? r : MPIX_Win_flush_device(target, win);
+    rc[3] = MPIX_Fetch_and_add_device(1, &old, target, 0, win);
+}
+
 static int same_node(int w)
 {
     return per_node == 0 || w / per_node == rank / per_node;
+}
+
+/*
+ * Device calls from rank 0's kernel to the first rank of the next emulated node, whose GPU
+ * window it reaches through the proxy and UCX: a block put + flush, a get back, a
+ * put-with-signal (SET) + flush; a fetch-and-add there is refused (device memory of another
+ * node takes no atomics: MPI_ERR_UNSUPPORTED_OPERATION, also returned by the next flush_all).
+ * Every other rank waits in MPI calls meanwhile, which makes the progress a transport
+ * emulating RMA in software needs on the target.
+ */
+static void remote_device_calls(MPI_Win win, void *base)
+{
+    int target = per_node % nranks, h_rc[4] = {-1, -1, -1, -1}, *d_src, *d_dst, *d_rc, rc;
+    int *host = (int *)malloc(2 * INTS * sizeof(int));
+    MPIX_Win_device h = NULL;
+    int path = -1;
+
+    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
+    CHECK(MPIX_Win_gpuic_device_path(win, target, &path) == MPI_SUCCESS);
+    CHECK(rank == target || path == MPIX_GPUIC_DEVICE_PATH_PROXY);
+    CUDA_CHECK(cudaMemset(base, 0, WIN_BYTES));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    MPI_Win_lock_all(0, win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        CUDA_CHECK(cudaMalloc(&d_src, INTS * sizeof(int)));
+        CUDA_CHECK(cudaMalloc(&d_dst, INTS * sizeof(int)));
+        CUDA_CHECK(cudaMalloc(&d_rc, sizeof(h_rc)));
+        CUDA_CHECK(cudaMemcpy(d_rc, h_rc, sizeof(h_rc), cudaMemcpyHostToDevice));
+        put_flush<<<1, 128>>>(h, 0, target, d_src, d_rc);
+        get_flush<<<1, 128>>>(h, target, d_dst, d_rc);
+        put_signal_fadd<<<1, 1>>>(h, target, d_src, d_rc);
+        CUDA_CHECK(cudaDeviceSynchronize());
+        CUDA_CHECK(cudaMemcpy(h_rc, d_rc, sizeof(h_rc), cudaMemcpyDeviceToHost));
+        CHECK(h_rc[0] == MPI_SUCCESS && h_rc[1] == MPI_SUCCESS && h_rc[2] == MPI_SUCCESS);
+        CHECK(h_rc[3] == MPI_ERR_UNSUPPORTED_OPERATION || h_rc[3] == MPI_SUCCESS);
+        CUDA_CHECK(cudaMemcpy(host, d_dst, INTS * sizeof(int), cudaMemcpyDeviceToHost));
+        for (int i = 0; i < INTS; ++i) {
+            CHECK(host[i] == value_of(0, i));
+        }
+        rc = MPI_Win_flush_all(win);
+        {
+            int cls = MPI_SUCCESS;
+
+            if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+            CHECK(cls == MPI_ERR_UNSUPPORTED_OPERATION); /* the refused fetch-and-add */
+        }
+        CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS); /* reported once */
+        cudaFree(d_src);
+        cudaFree(d_dst);
+        cudaFree(d_rc);
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* the target progresses here */
+    if (rank == target) {
+        CUDA_CHECK(cudaMemcpy(host, base, 2 * INTS * sizeof(int), cudaMemcpyDeviceToHost));
+        for (int i = 0; i < INTS; ++i) {
+            CHECK(host[i] == value_of(0, i));
+        }
+        for (int i = 0; i < 64; ++i) {
+            CHECK(host[INTS + i] == value_of(0, i));
+        }
+        CHECK(*(uint64_t *)&host[2 * INTS - 2] == 7);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_unlock_all(win);
+    free(host);
 }
 
 /*
@@ -145,6 +224,10 @@ int main(int argc, char **argv)
                            : per_node <= 0 || r / per_node == rank / per_node
                                ? MPIX_GPUIC_PATH_IPC
                                : MPIX_GPUIC_PATH_UCX));
+        }
+        MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+        if (several) {
+            remote_device_calls(win, base);
         }
         MPI_Win_free(&win);
     }
