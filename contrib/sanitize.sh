@@ -4,7 +4,8 @@
 #    suite run with both fatal.  Leak detection covers the unit tests (libgpuic alone); in MPI
 #    runs it is off, since Open MPI's and PMIx's own allocations at exit cannot be told apart
 #    from ours there (the valgrind window loop covers the component's leaks instead).
-#  - tsan: the ring and proxy unit tests (the multi-threaded core) under ThreadSanitizer.
+#  - tsan: the ring, proxy and serving-worker unit tests (the multi-threaded core) under
+#    ThreadSanitizer.
 # Usage: contrib/sanitize.sh [asan] [tsan]   (default: both).  Summary lines go to
 # $GPUIC_TEST_SUMMARY when set.
 set -u
@@ -42,7 +43,7 @@ for p in $passes; do
         UCX_MEM_EVENTS=no UCX_MEM_MMAP_HOOK_MODE=none \
         TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 GPUIC_TEST_LABEL=tsan \
             GPUIC_BUILD_DIR="$top/_build-tsan" GPUIC_TEST_KINDS=unit \
-            "$top/test/run-tests.sh" '^unit/test_(ring|proxy)' || rc=1 ;;
+            "$top/test/run-tests.sh" '^unit/test_(ring|proxy|serve)' || rc=1 ;;
     *)
         echo "sanitize: unknown pass $p" >&2; rc=1 ;;
     esac

@@ -59,7 +59,8 @@ gpuic_status_t gpuic_context_create(const gpuic_context_params_t *params, gpuic_
     }
     ucp_params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     ucp_params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
-    ucp_params.mt_workers_shared = params->thread_multiple ? 1 : 0;
+    /* a serving worker is progressed by other threads than the context's own worker */
+    ucp_params.mt_workers_shared = params->thread_multiple || params->serve ? 1 : 0;
     st = ucp_init(&ucp_params, config, &ctx->context);
     ucp_config_release(config);
     if (st != UCS_OK) {
@@ -81,6 +82,24 @@ gpuic_status_t gpuic_context_create(const gpuic_context_params_t *params, gpuic_
         gpuic_log(GPUIC_LOG_ERROR, "ucp_worker_get_address failed: %s", ucs_status_string(st));
         goto err_destroy_worker;
     }
+    if (params->serve) {
+        worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+        st = ucp_worker_create(ctx->context, &worker_params, &ctx->serve_worker);
+        if (st == UCS_OK) {
+            st = ucp_worker_get_address(ctx->serve_worker, &ctx->serve_address,
+                                        &ctx->serve_address_len);
+            if (st != UCS_OK) {
+                ucp_worker_destroy(ctx->serve_worker);
+            }
+        }
+        if (st != UCS_OK) {
+            gpuic_log(GPUIC_LOG_ERROR, "cannot create the serving worker: %s",
+                      ucs_status_string(st));
+            ucp_worker_release_address(ctx->worker, ctx->address);
+            goto err_destroy_worker;
+        }
+        pthread_mutex_init(&ctx->serve_lock, NULL);
+    }
     *ctx_p = ctx;
     return GPUIC_OK;
 
@@ -98,10 +117,34 @@ void gpuic_context_destroy(gpuic_context_t *ctx)
     if (ctx == NULL) {
         return;
     }
+    if (ctx->serve_worker != NULL) {
+        ucp_worker_release_address(ctx->serve_worker, ctx->serve_address);
+        ucp_worker_destroy(ctx->serve_worker);
+        pthread_mutex_destroy(&ctx->serve_lock);
+    }
     ucp_worker_release_address(ctx->worker, ctx->address);
     ucp_worker_destroy(ctx->worker);
     ucp_cleanup(ctx->context);
     free(ctx);
+}
+
+void gpuic_context_serve_address(const gpuic_context_t *ctx, const void **addr_p,
+                                 size_t *len_p)
+{
+    *addr_p = ctx->serve_address;
+    *len_p = ctx->serve_worker != NULL ? ctx->serve_address_len : 0;
+}
+
+unsigned gpuic_context_serve_progress(gpuic_context_t *ctx)
+{
+    unsigned n;
+
+    if (ctx == NULL || ctx->serve_worker == NULL || pthread_mutex_trylock(&ctx->serve_lock)) {
+        return 0;
+    }
+    n = ucp_worker_progress(ctx->serve_worker);
+    pthread_mutex_unlock(&ctx->serve_lock);
+    return n;
 }
 
 bool gpuic_context_reaches_device_memory(const gpuic_context_t *ctx)

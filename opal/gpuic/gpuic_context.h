@@ -25,6 +25,12 @@ typedef struct gpuic_context_params {
     int thread_multiple; /**< non-zero: several threads may call into this context at once */
     int thread_serialized; /**< non-zero: several threads call in, never at the same time (the
                                 caller serialises them, e.g. a proxy thread and its pausers) */
+    /** Non-zero: the context also gets a serving worker (gpuic_context_serve_address()) that
+     *  issues nothing and is progressed with gpuic_context_serve_progress() from any thread.
+     *  Peers whose endpoints connect to it reach this process's registered memory with
+     *  operations that need this process's progress (RMA and atomics a transport emulates in
+     *  software) while the context's own worker is left to its thread. */
+    int serve;
 } gpuic_context_params_t;
 
 /**
@@ -71,6 +77,17 @@ void gpuic_context_set_timeout(gpuic_context_t *ctx, double seconds);
  * reached only through CUDA IPC on the same node.
  */
 bool gpuic_context_reaches_device_memory(const gpuic_context_t *ctx);
+
+/** The serving worker's address (gpuic_context_params_t.serve); *len_p is 0 when there is
+ *  none.  Valid until gpuic_context_destroy(). */
+void gpuic_context_serve_address(const gpuic_context_t *ctx, const void **addr_p,
+                                 size_t *len_p);
+
+/**
+ * Progresses the serving worker once, unless another thread is doing so; thread-safe.
+ * @return what ucp_worker_progress() returned (0 without a serving worker or when busy).
+ */
+unsigned gpuic_context_serve_progress(gpuic_context_t *ctx);
 
 /** Returns the timeout set by gpuic_context_set_timeout(), in seconds (0: none). */
 double gpuic_context_timeout(const gpuic_context_t *ctx);

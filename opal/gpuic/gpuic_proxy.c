@@ -110,6 +110,7 @@ static void *gpuic_proxy_main(void *arg)
     gpuic_proxy_t *proxy = arg;
     uint64_t sleep_ns = 1000;
     unsigned idle = 0, passes = 0;
+    int serving = 0;
 
     while (!__atomic_load_n(&proxy->stop, __ATOMIC_ACQUIRE)) {
         unsigned work;
@@ -130,9 +131,18 @@ static void *gpuic_proxy_main(void *arg)
          * arriving meanwhile waits to be picked up.  Only UCX work in flight needs it; other
          * passes (busy with mapped targets, spinning or waking up) progress one time in 16,
          * for the transport's own housekeeping. */
-        if (proxy->fifo_head != NULL || (++passes & 15) == 0) {
+        ++passes;
+        if (proxy->fifo_head != NULL || (passes & 15) == 0) {
             work += gpuic_context_progress(proxy->params.ctx);
             gpuic_proxy_retire(proxy);
+        }
+        /* peers' operations on this process: every 16th polling pass, each pass while it
+         * finds work, and each pass between idle pauses (a serving worker's progress
+         * completes nothing of this proxy's) */
+        if (proxy->params.serve != NULL &&
+            (serving || (passes & 15) == 0 || idle >= proxy->params.spin_rounds)) {
+            serving = gpuic_context_serve_progress(proxy->params.serve) != 0;
+            work += serving;
         }
         /* after both retires: a completion index either of them published moves the free
          * index in this pass too */
@@ -204,6 +214,10 @@ gpuic_status_t gpuic_proxy_create(const gpuic_proxy_params_t *params, gpuic_prox
     }
     if (proxy->params.max_sleep_us == 0) {
         proxy->params.max_sleep_us = GPUIC_PROXY_DEFAULT_MAX_SLEEP_US;
+    }
+    if (proxy->params.serve != NULL &&
+        proxy->params.max_sleep_us > GPUIC_PROXY_SERVE_MAX_SLEEP_US) {
+        proxy->params.max_sleep_us = GPUIC_PROXY_SERVE_MAX_SLEEP_US;
     }
     if (proxy->params.max_msg_size == 0) {
         proxy->params.max_msg_size = GPUIC_PROXY_DEFAULT_MAX_MSG;

@@ -50,9 +50,20 @@ typedef struct gpuic_proxy gpuic_proxy_t;
  *  WQE a proxy that never had work sees. */
 #define GPUIC_PROXY_DEFAULT_MAX_SLEEP_US 5000
 
+/** Longest idle pause of a proxy that serves a context (gpuic_proxy_params_t.serve), in
+ *  microseconds: the worst-case delay a peer's operation on this process sees while the proxy
+ *  is idle, against a wake-up this often (a few thousand a second cost no core). */
+#define GPUIC_PROXY_SERVE_MAX_SLEEP_US 100
+
 /** Parameters of gpuic_proxy_create(); zero fields take their defaults. */
 typedef struct gpuic_proxy_params {
     gpuic_context_t *ctx;     /**< context the proxy progresses (thread_serialized) */
+    /** A context whose serving worker (gpuic_context_params_t.serve) the proxy thread also
+     *  progresses, so that peers' operations that need this process's progress complete
+     *  while its other threads are elsewhere (e.g. waiting for a kernel that waits for
+     *  them); its idle pauses are then bounded by GPUIC_PROXY_SERVE_MAX_SLEEP_US.  NULL:
+     *  none. */
+    gpuic_context_t *serve;
     unsigned spin_rounds;     /**< empty rounds before the first sleep (default 2000) */
     unsigned max_sleep_us;    /**< longest idle pause in microseconds
                                *   (default GPUIC_PROXY_DEFAULT_MAX_SLEEP_US) */

@@ -5,6 +5,8 @@
 #ifndef GPUIC_UCX_INTERNAL_H
 #define GPUIC_UCX_INTERNAL_H
 
+#include <pthread.h>
+
 #include <ucp/api/ucp.h>
 
 #include "gpuic_context.h"
@@ -17,6 +19,11 @@ struct gpuic_context {
     ucp_address_t *address;
     size_t        address_len;
     uint64_t      timeout_ns;  /* bound of peer-dependent waits; 0: none */
+    /* the serving worker (gpuic_context_params_t.serve), or NULL */
+    ucp_worker_h  serve_worker;
+    ucp_address_t *serve_address;
+    size_t        serve_address_len;
+    pthread_mutex_t serve_lock; /* one thread progresses it at a time */
 };
 
 struct gpuic_ep {

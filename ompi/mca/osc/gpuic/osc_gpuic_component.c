@@ -390,6 +390,10 @@ int ompi_osc_gpuic_context_get(gpuic_context_t **ctx_p)
     opal_mutex_lock(&c->lock);
     if (c->ctx == NULL) {
         params.thread_multiple = c->thread_multiple;
+        /* A process that uses CUDA may post device calls whose peers' proxies reach this
+         * process too: they connect to a serving worker that this process's proxy thread
+         * progresses while its other threads wait for kernels. */
+        params.serve = gpuic_cuda_init_if_loaded() == GPUIC_OK;
         status = gpuic_context_create(&params, &c->ctx);
         if (status == GPUIC_OK) {
             gpuic_context_set_timeout(c->ctx, c->timeout);
@@ -452,7 +456,8 @@ bool ompi_osc_gpuic_peer_on_node(ompi_osc_gpuic_module_t *module, int rank)
 static int ompi_osc_gpuic_progress(void)
 {
     /* Registered only while windows exist, and the context outlives every window. */
-    return (int)gpuic_context_progress(mca_osc_gpuic_component.ctx);
+    return (int)(gpuic_context_progress(mca_osc_gpuic_component.ctx) +
+                 gpuic_context_serve_progress(mca_osc_gpuic_component.ctx));
 }
 
 void ompi_osc_gpuic_window_added(ompi_osc_gpuic_module_t *module)

@@ -60,6 +60,8 @@ static int ompi_osc_gpuic_proxy_get(gpuic_proxy_t **proxy_p)
     gpuic_context_params_t cparams = {0};
     gpuic_proxy_params_t pparams = {0};
     gpuic_status_t status = GPUIC_OK;
+    const void *serve;
+    size_t serve_len;
 
     opal_mutex_lock(&c->lock);
     if (c->proxy == NULL) {
@@ -69,6 +71,9 @@ static int ompi_osc_gpuic_proxy_get(gpuic_proxy_t **proxy_p)
         if (status == GPUIC_OK) {
             gpuic_context_set_timeout(c->proxy_ctx, c->timeout);
             pparams.ctx = c->proxy_ctx;
+            /* peers' device queues reach this process through the serving worker */
+            gpuic_context_serve_address(c->ctx, &serve, &serve_len);
+            pparams.serve = serve_len > 0 ? c->ctx : NULL;
             pparams.copy = gpuic_cuda_copy_independent;
             status = gpuic_proxy_create(&pparams, &c->proxy);
         }

@@ -18,13 +18,15 @@
 #include "osc_gpuic.h"
 
 /* What each process publishes about its window; followed in the blob by the worker address,
- * the window key and the state key, in that order. */
+ * the serving worker's address (none when serve_address_len is 0), the window key and the
+ * state key, in that order. */
 typedef struct ompi_osc_gpuic_wininfo {
     uint64_t base;
     uint64_t size;
     uint64_t state_addr;
     int32_t  disp_unit;
     uint32_t address_len;
+    uint32_t serve_address_len; /* where device queues of peers connect (see ...peer_setup) */
     uint32_t rkey_len;
     uint32_t state_rkey_len;
     uint32_t gpu;            /* the window memory is device memory */
@@ -201,12 +203,13 @@ static int ompi_osc_gpuic_blob_build(ompi_osc_gpuic_module_t *module, gpuic_cont
 {
     ompi_osc_gpuic_wininfo_t info = {0};
     void *rkey = NULL, *state_rkey = NULL;
-    size_t rkey_len = 0, state_rkey_len = 0, address_len;
-    const void *address;
+    size_t rkey_len = 0, state_rkey_len = 0, address_len, serve_len;
+    const void *address, *serve;
     gpuic_status_t status = GPUIC_OK;
     char *blob;
 
     gpuic_context_address(ctx, &address, &address_len);
+    gpuic_context_serve_address(ctx, &serve, &serve_len);
     if (module->mr != NULL) {
         status = gpuic_mr_pack(module->mr, &rkey, &rkey_len);
     }
@@ -233,17 +236,27 @@ static int ompi_osc_gpuic_blob_build(ompi_osc_gpuic_module_t *module, gpuic_cont
     info.disp_unit = module->disp_unit;
     ompi_osc_gpuic_cma_publish(&info.pid, &info.cma_token_addr, &info.cma_token);
     info.address_len = (uint32_t)address_len;
+    info.serve_address_len = (uint32_t)serve_len;
     info.rkey_len = (uint32_t)rkey_len;
     info.state_rkey_len = (uint32_t)state_rkey_len;
-    *len_p = sizeof(info) + address_len + rkey_len + state_rkey_len;
+    *len_p = sizeof(info) + address_len + serve_len + rkey_len + state_rkey_len;
     blob = malloc(*len_p);
     if (blob != NULL) {
-        memcpy(blob, &info, sizeof(info));
-        memcpy(blob + sizeof(info), address, address_len);
-        if (rkey_len > 0) { /* zero-size windows have no key */
-            memcpy(blob + sizeof(info) + address_len, rkey, rkey_len);
+        char *p = blob;
+
+        memcpy(p, &info, sizeof(info));
+        p += sizeof(info);
+        memcpy(p, address, address_len);
+        p += address_len;
+        if (serve_len > 0) {
+            memcpy(p, serve, serve_len);
+            p += serve_len;
         }
-        memcpy(blob + sizeof(info) + address_len + rkey_len, state_rkey, state_rkey_len);
+        if (rkey_len > 0) { /* zero-size windows have no key */
+            memcpy(p, rkey, rkey_len);
+            p += rkey_len;
+        }
+        memcpy(p, state_rkey, state_rkey_len);
     }
     if (rkey != NULL) {
         gpuic_mr_blob_release(rkey);
@@ -258,13 +271,14 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[rank];
     ompi_osc_gpuic_wininfo_t info;
-    const char *address, *rkey, *state_rkey;
+    const char *address, *serve, *rkey, *state_rkey;
     gpuic_status_t status = GPUIC_OK;
     int rc;
 
     memcpy(&info, blob, sizeof(info));
     address = blob + sizeof(info);
-    rkey = address + info.address_len;
+    serve = address + info.address_len;
+    rkey = serve + info.serve_address_len;
     state_rkey = rkey + info.rkey_len;
 
     rc = ompi_osc_gpuic_endpoint_get(ompi_comm_peer_lookup(module->comm, rank), address,
@@ -272,7 +286,14 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    /* kept for a device queue, whose proxy connects with a context of its own */
+    /* kept for a device queue, whose proxy connects with a context of its own: to the
+     * peer's serving worker where it has one (progressed by the peer's proxy thread and
+     * MPI calls, so that operations a transport emulates in software complete while the
+     * peer's threads wait for a kernel), else to its worker */
+    if (info.serve_address_len > 0) {
+        address = serve;
+        info.address_len = info.serve_address_len;
+    }
     peer->address = malloc(info.address_len);
     peer->rkey_blob = info.rkey_len > 0 ? malloc(info.rkey_len) : NULL;
     if (peer->address == NULL || (info.rkey_len > 0 && peer->rkey_blob == NULL)) {
