@@ -22,8 +22,9 @@
  * through the proxy path (work-queue entries executed by the proxy thread); with
  * OMPI_MCA_osc_gpuic_device_proxy=1 a GPU window's data moves through the proxy too.  With
  * OMPI_MCA_osc_gpuic_emulate_nodes=N (host windows only) ranks of other emulated nodes are
- * reached through UCX, by host calls and by the proxy alike, and the MPI_Win_create part runs
- * only where every rank is on one emulated node.
+ * reached through UCX, by host calls and by the proxy alike, and the MPI_Win_create part
+ * reaches their device memory through UCX, or is refused where this process's UCX cannot
+ * register device memory.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -726,18 +727,29 @@ int main(int argc, char **argv)
     test_host_calls(win, base);
     MPI_Win_free(&win);
 
-    /* MPI_Win_create on cudaMalloc memory (device memory on another emulated node is not
-     * supported yet: test_device_emulated checks that creation fails) */
-    if (per_node == 0 || nranks <= per_node) {
+    /* MPI_Win_create on cudaMalloc memory: CUDA IPC within an emulated node, UCX to the
+     * others (where this process's UCX cannot register device memory, creation is refused:
+     * test_device_emulated and test_gpu_window_host check that) */
+    {
         unsigned char *mem;
-        int path = -1;
+        int path = -1, rc, cls = MPI_SUCCESS;
         MPIX_Win_device h;
         CUDA_CHECK(cudaMalloc(&mem, WIN_BYTES));
-        CHECK(MPI_Win_create(mem, WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win) ==
-              MPI_SUCCESS);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        rc = MPI_Win_create(mem, WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+        if (rc != MPI_SUCCESS) {
+            MPI_Error_class(rc, &cls);
+            CHECK(per_node > 0 && nranks > per_node &&
+                  (cls == MPI_ERR_UNSUPPORTED_OPERATION || cls == MPI_ERR_WIN));
+            cudaFree(mem);
+            return mpi_test_finish("test_device_rma");
+        }
         MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
         CHECK(MPIX_Win_gpuic_target_path(win, (rank + 1) % nranks, &path) == MPI_SUCCESS);
-        CHECK(nranks == 1 || path == MPIX_GPUIC_PATH_IPC);
+        CHECK(nranks == 1 || path == (per_node > 0 && ((rank + 1) % nranks) / per_node !=
+                                                           rank / per_node
+                                          ? MPIX_GPUIC_PATH_UCX
+                                          : MPIX_GPUIC_PATH_IPC));
         CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS);
         CHECK(MPIX_Win_release_device_handle(win) == MPI_SUCCESS);
         CHECK(MPIX_Win_release_device_handle(win) == MPI_ERR_ARG);
