@@ -162,9 +162,19 @@ void gpuic_context_address(const gpuic_context_t *ctx, const void **addr_p, size
     *len_p = ctx->address_len;
 }
 
+void gpuic_context_serve_also(gpuic_context_t *ctx, gpuic_context_t *served)
+{
+    ctx->also_serve = served;
+}
+
 unsigned gpuic_context_progress(gpuic_context_t *ctx)
 {
-    return ucp_worker_progress(ctx->worker);
+    unsigned n = ucp_worker_progress(ctx->worker);
+
+    if (ctx->also_serve != NULL) {
+        n += gpuic_context_serve_progress(ctx->also_serve);
+    }
+    return n;
 }
 
 void gpuic_context_wait_idle(gpuic_context_t *ctx, unsigned spins)
@@ -257,7 +267,7 @@ gpuic_status_t gpuic_context_wait_request(gpuic_context_t *ctx, ucs_status_ptr_t
         return gpuic_status_from_ucs(UCS_PTR_STATUS(request));
     }
     while ((st = ucp_request_check_status(request)) == UCS_INPROGRESS) {
-        status = gpuic_context_wait_round(ctx, &wait, ucp_worker_progress(ctx->worker));
+        status = gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx));
         if (status != GPUIC_OK) {
             /* The peer did not answer in time.  Freeing an unfinished request hands it back
              * to UCX when it ends (or is cancelled); this wait no longer owns it. */

@@ -89,6 +89,14 @@ void gpuic_context_serve_address(const gpuic_context_t *ctx, const void **addr_p
  */
 unsigned gpuic_context_serve_progress(gpuic_context_t *ctx);
 
+/**
+ * Makes every progress of @p ctx (gpuic_context_progress() and the waits of its operations)
+ * also progress @p served's serving worker (NULL: none): a thread blocked on a peer's answer
+ * keeps serving that peer's operations on this process, so two processes whose threads wait
+ * on each other's answers both move on.  Call it before any other thread uses @p ctx.
+ */
+void gpuic_context_serve_also(gpuic_context_t *ctx, gpuic_context_t *served);
+
 /** Returns the timeout set by gpuic_context_set_timeout(), in seconds (0: none). */
 double gpuic_context_timeout(const gpuic_context_t *ctx);
 

@@ -131,18 +131,18 @@ static void *gpuic_proxy_main(void *arg)
          * arriving meanwhile waits to be picked up.  Only UCX work in flight needs it; other
          * passes (busy with mapped targets, spinning or waking up) progress one time in 16,
          * for the transport's own housekeeping. */
+        /* A proxy that serves its process (params.serve: progressed with its context) also
+         * progresses each pass while that finds work and each pass between idle pauses, so
+         * that peers' operations on this process wait neither for 16 passes nor longer than
+         * one pause. */
         ++passes;
-        if (proxy->fifo_head != NULL || (passes & 15) == 0) {
-            work += gpuic_context_progress(proxy->params.ctx);
+        if (proxy->fifo_head != NULL || (passes & 15) == 0 ||
+            (proxy->params.serve != NULL && (serving || idle >= proxy->params.spin_rounds))) {
+            unsigned n = gpuic_context_progress(proxy->params.ctx);
+
+            serving = n != 0;
+            work += n;
             gpuic_proxy_retire(proxy);
-        }
-        /* peers' operations on this process: every 16th polling pass, each pass while it
-         * finds work, and each pass between idle pauses (a serving worker's progress
-         * completes nothing of this proxy's) */
-        if (proxy->params.serve != NULL &&
-            (serving || (passes & 15) == 0 || idle >= proxy->params.spin_rounds)) {
-            serving = gpuic_context_serve_progress(proxy->params.serve) != 0;
-            work += serving;
         }
         /* after both retires: a completion index either of them published moves the free
          * index in this pass too */
@@ -219,6 +219,9 @@ gpuic_status_t gpuic_proxy_create(const gpuic_proxy_params_t *params, gpuic_prox
         proxy->params.max_sleep_us > GPUIC_PROXY_SERVE_MAX_SLEEP_US) {
         proxy->params.max_sleep_us = GPUIC_PROXY_SERVE_MAX_SLEEP_US;
     }
+    /* the proxy's own waits on peers (fetching atomics, flushes) keep serving them: two
+     * proxies waiting on each other's answers would otherwise both wait forever */
+    gpuic_context_serve_also(proxy->params.ctx, proxy->params.serve);
     if (proxy->params.max_msg_size == 0) {
         proxy->params.max_msg_size = GPUIC_PROXY_DEFAULT_MAX_MSG;
     }

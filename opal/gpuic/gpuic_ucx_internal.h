@@ -24,6 +24,7 @@ struct gpuic_context {
     ucp_address_t *serve_address;
     size_t        serve_address_len;
     pthread_mutex_t serve_lock; /* one thread progresses it at a time */
+    gpuic_context_t *also_serve; /* gpuic_context_serve_also(), or NULL */
 };
 
 struct gpuic_ep {
