@@ -503,6 +503,35 @@ gpuic_status_t gpuic_cuda_host_register(void *ptr, size_t len, void **dptr_p)
     return status;
 }
 
+gpuic_status_t gpuic_cuda_host_map(void *ptr, size_t len, void **dptr_p, bool *registered_p)
+{
+    CUdeviceptr d = 0;
+    gpuic_status_t status = gpuic_cuda_init();
+    CUresult r;
+
+    *registered_p = false;
+    *dptr_p = NULL;
+    if (status != GPUIC_OK) {
+        return status;
+    }
+    r = gpuic_cuda.mem_host_register(ptr, len, CU_MEMHOSTREGISTER_PORTABLE |
+                                                   CU_MEMHOSTREGISTER_DEVICEMAP);
+    if (r != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
+        status = gpuic_cuda_check(r, "cuMemHostRegister");
+        *registered_p = status == GPUIC_OK;
+    }
+    if (status == GPUIC_OK) {
+        status = gpuic_cuda_check(gpuic_cuda.mem_host_get_device_pointer(&d, ptr, 0),
+                                  "cuMemHostGetDevicePointer");
+        if (status != GPUIC_OK && *registered_p) {
+            gpuic_cuda.mem_host_unregister(ptr);
+            *registered_p = false;
+        }
+    }
+    *dptr_p = (void *)(uintptr_t)d;
+    return status;
+}
+
 void gpuic_cuda_host_unregister(void *ptr)
 {
     if (ptr != NULL && gpuic_cuda_available()) {
@@ -778,6 +807,13 @@ gpuic_status_t gpuic_cuda_host_register(void *ptr, size_t len, void **dptr_p)
 {
     (void)ptr; (void)len;
     *dptr_p = NULL;
+    return GPUIC_ERR_NO_DEVICE;
+}
+gpuic_status_t gpuic_cuda_host_map(void *ptr, size_t len, void **dptr_p, bool *registered_p)
+{
+    (void)ptr; (void)len;
+    *dptr_p = NULL;
+    *registered_p = false;
     return GPUIC_ERR_NO_DEVICE;
 }
 void gpuic_cuda_host_unregister(void *ptr) { (void)ptr; }

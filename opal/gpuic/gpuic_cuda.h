@@ -8,6 +8,7 @@
 #ifndef GPUIC_CUDA_H
 #define GPUIC_CUDA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -134,6 +135,14 @@ int gpuic_cuda_lazy_loading(void);
  * words device code writes and the host reads (error words, rings, counters).
  */
 gpuic_status_t gpuic_cuda_host_register(void *ptr, size_t len, void **dptr_p);
+
+/**
+ * Like gpuic_cuda_host_register(), but where another library of the process registered the
+ * range already (e.g. a UCX with CUDA support registers the host memory it maps), uses that
+ * registration: *registered_p tells whether this call registered the range (then
+ * gpuic_cuda_host_unregister() undoes it) or found it registered (then nothing must).
+ */
+gpuic_status_t gpuic_cuda_host_map(void *ptr, size_t len, void **dptr_p, bool *registered_p);
 
 /** Undoes gpuic_cuda_host_register(). */
 void gpuic_cuda_host_unregister(void *ptr);

@@ -44,7 +44,8 @@ typedef struct ompi_osc_gpuic_devqueue {
     bool *keyed;
     int nranks;
     bool attached;             /* the proxy drains the ring */
-    void *self_mapped;         /* our own host window registered for device loads, or NULL */
+    void *self_mapped;         /* our own host window registered for device loads by us (NULL:
+                                * not registered, or registered by another library) */
     gpuic_status_t reported;   /* proxy error already returned to the program */
     bool reported_state;       /* ompi_osc_gpuic_devqueue_report() has logged */
     bool copies;               /* some target is reached by driver copies (forced proxy) */
@@ -330,9 +331,10 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
          * the memory cannot be registered, signal waits are unsupported (nothing else needs
          * it) */
         void *dptr = NULL;
+        bool registered = false;
 
-        if (gpuic_cuda_host_register(module->base, module->size, &dptr) == GPUIC_OK) {
-            q->self_mapped = module->base;
+        if (gpuic_cuda_host_map(module->base, module->size, &dptr, &registered) == GPUIC_OK) {
+            q->self_mapped = registered ? module->base : NULL;
             if (dptr == module->base) {
                 host->peers[me].flags |= MPIX_GPUIC_DEVICE_PEER_LOADS;
             }
