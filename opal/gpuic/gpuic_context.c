@@ -92,13 +92,15 @@ gpuic_status_t gpuic_context_create(const gpuic_context_params_t *params, gpuic_
                 ucp_worker_destroy(ctx->serve_worker);
             }
         }
-        if (st != UCS_OK) {
-            gpuic_log(GPUIC_LOG_ERROR, "cannot create the serving worker: %s",
+        if (st == UCS_OK) {
+            pthread_mutex_init(&ctx->serve_lock, NULL);
+        } else {
+            /* peers then reach this process through its own worker, served by its calls */
+            gpuic_log(GPUIC_LOG_WARN, "no serving worker (%s): peers' device calls on this "
+                      "process wait for its MPI calls where UCX emulates RMA in software",
                       ucs_status_string(st));
-            ucp_worker_release_address(ctx->worker, ctx->address);
-            goto err_destroy_worker;
+            ctx->serve_worker = NULL;
         }
-        pthread_mutex_init(&ctx->serve_lock, NULL);
     }
     *ctx_p = ctx;
     return GPUIC_OK;
