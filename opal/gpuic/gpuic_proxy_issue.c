@@ -52,14 +52,25 @@ static gpuic_status_t gpuic_proxy_copy(gpuic_proxy_t *proxy, const gpuic_keytabl
                                    len);
 }
 
+/* A UCX put through an entry's endpoint and key, complete at the target on return (its
+ * endpoint flushed), so that what follows it is seen after it. */
+static gpuic_status_t gpuic_proxy_put_complete(gpuic_proxy_op_t *op,
+                                               const gpuic_keytable_entry_t *e, const void *src,
+                                               size_t len, uint64_t raddr)
+{
+    gpuic_status_t status;
+
+    op->round->ucx = 1;
+    status = gpuic_rma_put(e->ep, src, len, raddr, e->rkey);
+    return status == GPUIC_OK ? gpuic_ep_flush(e->ep) : status;
+}
+
 /* The data of a put-with-signal, complete at the target on return (the signal may follow):
  * a synchronous copy through a direct entry's mapping, or a UCX put and an endpoint flush. */
 static gpuic_status_t gpuic_proxy_put_signal_data(gpuic_proxy_t *proxy, gpuic_proxy_op_t *op,
                                                   const gpuic_wqe_desc_t *d,
                                                   const gpuic_keytable_entry_t *e)
 {
-    gpuic_status_t status;
-
     if (d->len == 0) {
         return GPUIC_OK;
     }
@@ -67,12 +78,7 @@ static gpuic_status_t gpuic_proxy_put_signal_data(gpuic_proxy_t *proxy, gpuic_pr
         return gpuic_proxy_copy_direct(proxy, e, (void *)(uintptr_t)d->raddr,
                                        (const void *)(uintptr_t)d->laddr, d->len);
     }
-    op->round->ucx = 1;
-    status = gpuic_rma_put(e->ep, (const void *)(uintptr_t)d->laddr, d->len, d->raddr, e->rkey);
-    if (status == GPUIC_OK) {
-        status = gpuic_ep_flush(e->ep);
-    }
-    return status;
+    return gpuic_proxy_put_complete(op, e, (const void *)(uintptr_t)d->laddr, d->len, d->raddr);
 }
 
 /* The signal update of a put-with-signal, once its data is in place: an atomic (CPU or UCX,
@@ -85,12 +91,9 @@ static gpuic_status_t gpuic_proxy_put_signal_word(gpuic_proxy_t *proxy, gpuic_pr
                                                   const gpuic_keytable_entry_t *se)
 {
     uint64_t value = d->ext_value, old;
-    gpuic_status_t status;
 
     if (se->device_memory) {
-        op->round->ucx = 1;
-        status = gpuic_rma_put(se->ep, &value, sizeof(value), d->sig_raddr, se->rkey);
-        return status == GPUIC_OK ? gpuic_ep_flush(se->ep) : status;
+        return gpuic_proxy_put_complete(op, se, &value, sizeof(value), d->sig_raddr);
     }
     if (se->cpu_atomics || (se->ep != NULL && se->rkey != NULL)) {
         op->round->ucx |= gpuic_proxy_atomic_uses_ucx(se);
