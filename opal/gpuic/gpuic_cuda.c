@@ -482,24 +482,14 @@ void gpuic_cuda_ipc_release(const gpuic_cuda_ipc_t *ipc, void *ptr)
 
 gpuic_status_t gpuic_cuda_host_register(void *ptr, size_t len, void **dptr_p)
 {
-    CUdeviceptr d = 0;
-    gpuic_status_t status = gpuic_cuda_init();
+    bool registered = false;
+    gpuic_status_t status = gpuic_cuda_host_map(ptr, len, dptr_p, &registered);
 
-    if (status != GPUIC_OK) {
-        return status;
+    if (status == GPUIC_OK && !registered) {
+        /* registered by another library: not this caller's to own or undo */
+        *dptr_p = NULL;
+        return gpuic_cuda_check(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "cuMemHostRegister");
     }
-    status = gpuic_cuda_check(gpuic_cuda.mem_host_register(ptr, len,
-                                                           CU_MEMHOSTREGISTER_PORTABLE |
-                                                               CU_MEMHOSTREGISTER_DEVICEMAP),
-                              "cuMemHostRegister");
-    if (status == GPUIC_OK) {
-        status = gpuic_cuda_check(gpuic_cuda.mem_host_get_device_pointer(&d, ptr, 0),
-                                  "cuMemHostGetDevicePointer");
-        if (status != GPUIC_OK) {
-            gpuic_cuda.mem_host_unregister(ptr);
-        }
-    }
-    *dptr_p = (void *)(uintptr_t)d;
     return status;
 }
 
