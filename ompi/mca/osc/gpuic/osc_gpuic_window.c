@@ -290,17 +290,13 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
      * peer's serving worker where it has one (progressed by the peer's proxy thread and
      * MPI calls, so that operations a transport emulates in software complete while the
      * peer's threads wait for a kernel), else to its worker */
-    if (info.serve_address_len > 0) {
-        address = serve;
-        info.address_len = info.serve_address_len;
-    }
-    peer->address = malloc(info.address_len);
+    peer->address_len = info.serve_address_len > 0 ? info.serve_address_len : info.address_len;
+    peer->address = malloc(peer->address_len);
     peer->rkey_blob = info.rkey_len > 0 ? malloc(info.rkey_len) : NULL;
     if (peer->address == NULL || (info.rkey_len > 0 && peer->rkey_blob == NULL)) {
         return MPI_ERR_NO_MEM;
     }
-    memcpy(peer->address, address, info.address_len);
-    peer->address_len = info.address_len;
+    memcpy(peer->address, info.serve_address_len > 0 ? serve : address, peer->address_len);
     if (info.rkey_len > 0) {
         memcpy(peer->rkey_blob, rkey, info.rkey_len);
     }
