@@ -54,6 +54,9 @@ typedef struct gpuic_cuda_api {
     CUresult (*memcpy)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*memcpy_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
     CUresult (*stream_create)(CUstream *, unsigned int);
+    CUresult (*stream_destroy)(CUstream);
+    CUresult (*mem_host_alloc)(void **, size_t, unsigned int);
+    CUresult (*mem_free_host)(void *);
     CUresult (*memset_d8)(CUdeviceptr, unsigned char, size_t);
     CUresult (*ipc_get_mem_handle)(CUipcMemHandle *, CUdeviceptr);
     CUresult (*ipc_open_mem_handle)(CUdeviceptr *, CUipcMemHandle, unsigned int);
@@ -135,6 +138,9 @@ static int gpuic_cuda_load(void)
         {"cuMemcpy", (void **)&gpuic_cuda.memcpy},
         {"cuMemcpyAsync", (void **)&gpuic_cuda.memcpy_async},
         {"cuStreamCreate", (void **)&gpuic_cuda.stream_create},
+        {"cuStreamDestroy_v2", (void **)&gpuic_cuda.stream_destroy},
+        {"cuMemHostAlloc", (void **)&gpuic_cuda.mem_host_alloc},
+        {"cuMemFreeHost", (void **)&gpuic_cuda.mem_free_host},
         {"cuMemsetD8_v2", (void **)&gpuic_cuda.memset_d8},
         {"cuIpcGetMemHandle", (void **)&gpuic_cuda.ipc_get_mem_handle},
         {"cuIpcOpenMemHandle_v2", (void **)&gpuic_cuda.ipc_open_mem_handle},
@@ -537,6 +543,70 @@ gpuic_status_t gpuic_cuda_synchronize(void)
     return gpuic_cuda_check(gpuic_cuda.ctx_synchronize(), "cuCtxSynchronize");
 }
 
+gpuic_status_t gpuic_cuda_stream_create(void **stream_p)
+{
+    CUstream stream = NULL;
+    gpuic_status_t status = gpuic_cuda_init();
+
+    if (status == GPUIC_OK) {
+        status = gpuic_cuda_check(gpuic_cuda.stream_create(&stream, CU_STREAM_NON_BLOCKING),
+                                  "cuStreamCreate");
+    }
+    *stream_p = (void *)stream;
+    return status;
+}
+
+void gpuic_cuda_stream_destroy(void *stream)
+{
+    if (stream != NULL && gpuic_cuda_available()) {
+        (void)gpuic_cuda_check(gpuic_cuda.stream_destroy((CUstream)stream), "cuStreamDestroy");
+    }
+}
+
+gpuic_status_t gpuic_cuda_stream_synchronize(void *stream)
+{
+    if (!gpuic_cuda_available()) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
+    return gpuic_cuda_check(gpuic_cuda.stream_synchronize((CUstream)stream),
+                            "cuStreamSynchronize");
+}
+
+gpuic_status_t gpuic_cuda_memcpy_async(void *dst, const void *src, size_t len, void *stream)
+{
+    if (!gpuic_cuda_available()) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
+    if (len == 0) {
+        return GPUIC_OK;
+    }
+    return gpuic_cuda_check(gpuic_cuda.memcpy_async((CUdeviceptr)(uintptr_t)dst,
+                                                    (CUdeviceptr)(uintptr_t)src, len,
+                                                    (CUstream)stream),
+                            "cuMemcpyAsync");
+}
+
+gpuic_status_t gpuic_cuda_host_alloc(size_t len, void **ptr_p)
+{
+    gpuic_status_t status = gpuic_cuda_init();
+
+    *ptr_p = NULL;
+    if (status != GPUIC_OK) {
+        return status;
+    }
+    return gpuic_cuda_check(gpuic_cuda.mem_host_alloc(ptr_p, len,
+                                                      CU_MEMHOSTALLOC_PORTABLE |
+                                                          CU_MEMHOSTALLOC_DEVICEMAP),
+                            "cuMemHostAlloc");
+}
+
+void gpuic_cuda_host_free(void *ptr)
+{
+    if (ptr != NULL && gpuic_cuda_available()) {
+        (void)gpuic_cuda_check(gpuic_cuda.mem_free_host(ptr), "cuMemFreeHost");
+    }
+}
+
 gpuic_status_t gpuic_cuda_context_current(void **ctx_p)
 {
     CUcontext ctx = NULL;
@@ -808,6 +878,29 @@ gpuic_status_t gpuic_cuda_host_map(void *ptr, size_t len, void **dptr_p, bool *r
 }
 void gpuic_cuda_host_unregister(void *ptr) { (void)ptr; }
 gpuic_status_t gpuic_cuda_synchronize(void) { return GPUIC_ERR_NO_DEVICE; }
+gpuic_status_t gpuic_cuda_stream_create(void **stream_p)
+{
+    *stream_p = NULL;
+    return GPUIC_ERR_NO_DEVICE;
+}
+void gpuic_cuda_stream_destroy(void *stream) { (void)stream; }
+gpuic_status_t gpuic_cuda_stream_synchronize(void *stream)
+{
+    (void)stream;
+    return GPUIC_ERR_NO_DEVICE;
+}
+gpuic_status_t gpuic_cuda_memcpy_async(void *dst, const void *src, size_t len, void *stream)
+{
+    (void)dst, (void)src, (void)len, (void)stream;
+    return GPUIC_ERR_NO_DEVICE;
+}
+gpuic_status_t gpuic_cuda_host_alloc(size_t len, void **ptr_p)
+{
+    (void)len;
+    *ptr_p = NULL;
+    return GPUIC_ERR_NO_DEVICE;
+}
+void gpuic_cuda_host_free(void *ptr) { (void)ptr; }
 gpuic_status_t gpuic_cuda_context_current(void **ctx_p)
 {
     *ctx_p = NULL;

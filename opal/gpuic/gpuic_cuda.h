@@ -150,6 +150,29 @@ void gpuic_cuda_host_unregister(void *ptr);
 /** Waits until all work of the current context is done. */
 gpuic_status_t gpuic_cuda_synchronize(void);
 
+/**
+ * Creates a stream of the current context that does not synchronize with the legacy default
+ * stream: work on it never waits for a program's kernels on other streams.
+ */
+gpuic_status_t gpuic_cuda_stream_create(void **stream_p);
+
+/** Destroys a stream of gpuic_cuda_stream_create() (work on it still completes). */
+void gpuic_cuda_stream_destroy(void *stream);
+
+/** Waits until everything issued to @p stream is done. */
+gpuic_status_t gpuic_cuda_stream_synchronize(void *stream);
+
+/** Queues a copy of @p len bytes on @p stream (unified addresses: either side may be host or
+ *  device memory); complete once the stream is synchronized. */
+gpuic_status_t gpuic_cuda_memcpy_async(void *dst, const void *src, size_t len, void *stream);
+
+/** Allocates pinned host memory mapped into every context's device address space at the same
+ *  address (unified addressing): device code reads and writes it directly. */
+gpuic_status_t gpuic_cuda_host_alloc(size_t len, void **ptr_p);
+
+/** Frees memory of gpuic_cuda_host_alloc(). */
+void gpuic_cuda_host_free(void *ptr);
+
 
 /* ---------------------------------------------------------------------------------------- */
 /* Kernels loaded at run time (stream-triggered calls).                                      */

@@ -132,19 +132,28 @@ __device__ static inline unsigned long long gpuic_dev_atomic_add64(MPIX_Win_devi
                                        : atomicAdd_system((unsigned long long *)t, v);
 }
 
+/* Compare-and-swap at device scope when every accessor is on this GPU (@p same_gpu), else at
+ * system scope: the scope that makes it atomic with the other accessors' atomics. */
+__device__ static inline unsigned long long gpuic_dev_cas64_scoped(bool same_gpu, void *t,
+                                                                   unsigned long long cmp,
+                                                                   unsigned long long v)
+{
+    return same_gpu ? atomicCAS((unsigned long long *)t, cmp, v)
+                    : atomicCAS_system((unsigned long long *)t, cmp, v);
+}
+
+__device__ static inline unsigned int gpuic_dev_cas32_scoped(bool same_gpu, void *t,
+                                                             unsigned int cmp, unsigned int v)
+{
+    return same_gpu ? atomicCAS((unsigned int *)t, cmp, v)
+                    : atomicCAS_system((unsigned int *)t, cmp, v);
+}
+
 __device__ static inline unsigned long long gpuic_dev_atomic_cas64(MPIX_Win_device win, void *t,
                                                                    unsigned long long cmp,
                                                                    unsigned long long v)
 {
-    return gpuic_dev_all_same_gpu(win) ? atomicCAS((unsigned long long *)t, cmp, v)
-                                       : atomicCAS_system((unsigned long long *)t, cmp, v);
-}
-
-__device__ static inline unsigned int gpuic_dev_atomic_cas32(MPIX_Win_device win, void *t,
-                                                             unsigned int cmp, unsigned int v)
-{
-    return gpuic_dev_all_same_gpu(win) ? atomicCAS((unsigned int *)t, cmp, v)
-                                       : atomicCAS_system((unsigned int *)t, cmp, v);
+    return gpuic_dev_cas64_scoped(gpuic_dev_all_same_gpu(win), t, cmp, v);
 }
 
 /*
@@ -927,9 +936,10 @@ __device__ static inline int MPIX_Compare_and_swap_device(uint64_t value, uint64
 }
 
 
-/* One element of 4 or 8 bytes updated with a system-scope compare-and-swap loop. */
+/* One element of 4 or 8 bytes updated with a compare-and-swap loop (device scope when
+ * @p same_gpu, else system scope). */
 template <typename T, typename W, bool INTEGER>
-__device__ static inline bool gpuic_dev_acc_elem(MPIX_Win_device win, MPIX_Device_op op, T *t,
+__device__ static inline bool gpuic_dev_acc_elem(bool same_gpu, MPIX_Device_op op, T *t,
                                                  T origin, T *old_out)
 {
     W *w = (W *)t;
@@ -947,9 +957,10 @@ __device__ static inline bool gpuic_dev_acc_elem(MPIX_Win_device win, MPIX_Devic
         W next;
         memcpy(&next, &newv, sizeof(T));
         seen = sizeof(W) == 8
-                   ? (W)gpuic_dev_atomic_cas64(win, w, (unsigned long long)cur,
+                   ? (W)gpuic_dev_cas64_scoped(same_gpu, w, (unsigned long long)cur,
                                                (unsigned long long)next)
-                   : (W)gpuic_dev_atomic_cas32(win, w, (unsigned int)cur, (unsigned int)next);
+                   : (W)gpuic_dev_cas32_scoped(same_gpu, w, (unsigned int)cur,
+                                               (unsigned int)next);
         if (seen == cur) {
             break;
         }
@@ -964,55 +975,66 @@ __device__ static inline bool gpuic_dev_acc_elem(MPIX_Win_device win, MPIX_Devic
 /* Element @p i of a run of T at @p t, with the matching origin and result elements (either
  * may be absent). */
 template <typename T, typename W, bool INTEGER>
-__device__ static inline bool gpuic_dev_acc_at(MPIX_Win_device win, MPIX_Device_op op, char *t,
-                                               const void *origin, void *result, int i)
+__device__ static inline bool gpuic_dev_acc_at(bool same_gpu, MPIX_Device_op op, char *t,
+                                               const void *origin, void *result, int64_t i)
 {
-    return gpuic_dev_acc_elem<T, W, INTEGER>(win, op, (T *)t + i,
+    return gpuic_dev_acc_elem<T, W, INTEGER>(same_gpu, op, (T *)t + i,
                                              origin ? ((const T *)origin)[i] : (T)0,
                                              result ? (T *)result + i : NULL);
 }
 
-/* Updates elements [first, count) in steps of @p stride; false for an op/type mismatch. */
+/* Updates element @p i of the run at @p t (origin and result elements alike), atomically at
+ * the scope @p same_gpu names; false for an op/type mismatch. */
+__device__ static inline bool gpuic_dev_acc_one(bool same_gpu, char *t, const void *origin,
+                                                void *result, int64_t i, MPIX_Device_type type,
+                                                MPIX_Device_op op)
+{
+    switch (type) {
+    case MPIX_DEVICE_INT32:
+        return gpuic_dev_acc_at<int32_t, unsigned int, true>(same_gpu, op, t, origin, result, i);
+    case MPIX_DEVICE_UINT32:
+        return gpuic_dev_acc_at<uint32_t, unsigned int, true>(same_gpu, op, t, origin, result, i);
+    case MPIX_DEVICE_INT64:
+        return gpuic_dev_acc_at<int64_t, unsigned long long, true>(same_gpu, op, t, origin,
+                                                                   result, i);
+    case MPIX_DEVICE_UINT64:
+        return gpuic_dev_acc_at<uint64_t, unsigned long long, true>(same_gpu, op, t, origin,
+                                                                    result, i);
+    case MPIX_DEVICE_FLOAT:
+        return gpuic_dev_acc_at<float, unsigned int, false>(same_gpu, op, t, origin, result, i);
+    case MPIX_DEVICE_DOUBLE:
+        return gpuic_dev_acc_at<double, unsigned long long, false>(same_gpu, op, t, origin,
+                                                                   result, i);
+    default:
+        return false;
+    }
+}
+
+/* Updates elements [first, count) in steps of @p stride, atomically at the scope @p same_gpu
+ * names; false for an op/type mismatch. */
+__device__ static inline bool gpuic_dev_acc_range_scoped(bool same_gpu, char *t,
+                                                         const void *origin, void *result,
+                                                         int64_t count, MPIX_Device_type type,
+                                                         MPIX_Device_op op, uint64_t first,
+                                                         uint64_t stride)
+{
+    for (int64_t i = (int64_t)first; i < count; i += (int64_t)stride) {
+        if (!gpuic_dev_acc_one(same_gpu, t, origin, result, i, type, op)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* gpuic_dev_acc_range_scoped at the scope of @p win's targets. */
 __device__ static inline bool gpuic_dev_acc_range(MPIX_Win_device win, char *t,
                                                   const void *origin, void *result,
                                                   int count, MPIX_Device_type type,
                                                   MPIX_Device_op op, unsigned first,
                                                   unsigned stride)
 {
-    for (int i = (int)first; i < count; i += (int)stride) {
-        bool ok;
-
-        switch (type) {
-        case MPIX_DEVICE_INT32:
-            ok = gpuic_dev_acc_at<int32_t, unsigned int, true>(win, op, t, origin, result, i);
-            break;
-        case MPIX_DEVICE_UINT32:
-            ok = gpuic_dev_acc_at<uint32_t, unsigned int, true>(win, op, t, origin, result, i);
-            break;
-        case MPIX_DEVICE_INT64:
-            ok = gpuic_dev_acc_at<int64_t, unsigned long long, true>(win, op, t, origin, result,
-                                                                     i);
-            break;
-        case MPIX_DEVICE_UINT64:
-            ok = gpuic_dev_acc_at<uint64_t, unsigned long long, true>(win, op, t, origin, result,
-                                                                      i);
-            break;
-        case MPIX_DEVICE_FLOAT:
-            ok = gpuic_dev_acc_at<float, unsigned int, false>(win, op, t, origin, result, i);
-            break;
-        case MPIX_DEVICE_DOUBLE:
-            ok = gpuic_dev_acc_at<double, unsigned long long, false>(win, op, t, origin, result,
-                                                                     i);
-            break;
-        default:
-            ok = false;
-            break;
-        }
-        if (!ok) {
-            return false;
-        }
-    }
-    return true;
+    return gpuic_dev_acc_range_scoped(gpuic_dev_all_same_gpu(win), t, origin, result, count,
+                                      type, op, first, stride);
 }
 
 /* Shared checks of the accumulate calls; *t is the first target element. */

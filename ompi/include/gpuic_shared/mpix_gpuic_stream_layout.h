@@ -125,6 +125,29 @@ typedef struct mpix_gpuic_stream_sync_args {
     uint64_t group[MPIX_GPUIC_STREAM_GROUP_WORDS];
 } mpix_gpuic_stream_sync_args_t;
 
+/** One run of target elements of a host accumulate-family call: @p count elements at the
+ *  device address @p target, combined with packed elements [first, first + count). */
+typedef struct mpix_gpuic_acc_run {
+    uint64_t target;
+    uint64_t first;
+    uint64_t count;
+} mpix_gpuic_acc_run_t;
+
+/** Arguments of the kernels that execute host accumulate-family calls on GPU windows
+ *  (osc_gpuic_gpu_acc.c): every address is one the launching context reaches. */
+typedef struct mpix_gpuic_acc_args {
+    uint64_t target;   /**< first target element when there are no runs */
+    uint64_t origin;   /**< packed origin elements (0: MPI_NO_OP) */
+    uint64_t result;   /**< receives the packed old elements (0: not fetching) */
+    uint64_t compare;  /**< compare-and-swap: the compare element */
+    uint64_t runs;     /**< nruns mpix_gpuic_acc_run_t, or 0: count elements from target */
+    uint64_t count;    /**< elements in all */
+    uint32_t nruns;
+    int32_t  type;     /**< MPIX_Device_type */
+    int32_t  op;       /**< MPIX_Device_op */
+    uint32_t flags;    /**< MPIX_GPUIC_STREAM_SAME_GPU: the target memory is on this GPU */
+} mpix_gpuic_acc_args_t;
+
 /** The kernels of the embedded image, by index (names in osc_gpuic_stream_launch.c). */
 typedef enum mpix_gpuic_stream_kernel {
     MPIX_GPUIC_K_PUT,
@@ -143,6 +166,8 @@ typedef enum mpix_gpuic_stream_kernel {
     MPIX_GPUIC_K_COMPLETE,
     MPIX_GPUIC_K_WAIT,
     MPIX_GPUIC_K_COPY_SMALL,
+    MPIX_GPUIC_K_HOST_ACC,
+    MPIX_GPUIC_K_HOST_CAS,
     MPIX_GPUIC_K_COUNT
 } mpix_gpuic_stream_kernel_t;
 

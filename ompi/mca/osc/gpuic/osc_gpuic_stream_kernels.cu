@@ -24,6 +24,7 @@
 #include "mpix_gpuic_stream_layout.h"
 
 typedef mpix_gpuic_stream_rma_args_t rma_args_t;
+typedef mpix_gpuic_acc_args_t acc_args_t;
 typedef mpix_gpuic_stream_sync_args_t sync_args_t;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -398,5 +399,140 @@ extern "C" __global__ void mpix_gpuic_k_unlock_all(sync_args_t a)
                 (void)gpuic_dev_fail(a.win, MPI_ERR_RMA_SYNC);
             }
         }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Host accumulate-family calls on GPU windows (osc_gpuic_gpu_acc.c).                         */
+
+/*
+ * These are not stream-ordered calls: the host launches them on the window's own stream and
+ * waits for them, so they have no prologue.  Every element is one device atomic (a native add
+ * or exchange where there is one, else the device API's compare-and-swap loop), so the call is
+ * element-wise atomic with the device API's atomics on the same elements and with other such
+ * calls.  Scope: device scope only when every accessor of the window is on this GPU.
+ */
+
+template <typename T> __device__ static inline T host_acc_add(bool same_gpu, T *t, T v)
+{
+    return same_gpu ? atomicAdd(t, v) : atomicAdd_system(t, v);
+}
+
+template <typename T> __device__ static inline T host_acc_exch(bool same_gpu, T *t, T v)
+{
+    return same_gpu ? atomicExch(t, v) : atomicExch_system(t, v);
+}
+
+/* One native atomic (A: add or exchange) on the element at @p t with the origin element;
+ * the result element, when there is one, receives the old value. */
+template <typename T, T (*A)(bool, T *, T)>
+__device__ static inline void host_acc_native(bool same_gpu, char *t, const char *origin,
+                                              char *result)
+{
+    T v, old;
+
+    memcpy(&v, origin, sizeof(T));
+    old = A(same_gpu, (T *)t, v);
+    if (result != NULL) {
+        memcpy(result, &old, sizeof(T));
+    }
+}
+
+/* Combines packed element @p p into the target element at @p t. */
+__device__ static inline void host_acc_elem(const acc_args_t &a, bool same_gpu, char *t,
+                                            uint64_t p)
+{
+    MPIX_Device_type type = (MPIX_Device_type)a.type;
+    MPIX_Device_op op = (MPIX_Device_op)a.op;
+    size_t esize = type == MPIX_DEVICE_INT32 || type == MPIX_DEVICE_UINT32 ||
+                           type == MPIX_DEVICE_FLOAT
+                       ? 4
+                       : 8;
+    const char *origin = a.origin != 0 ? (const char *)(uintptr_t)a.origin + p * esize : NULL;
+    char *result = a.result != 0 ? (char *)(uintptr_t)a.result + p * esize : NULL;
+
+    if (origin != NULL && op == MPIX_DEVICE_SUM) {
+        switch (type) {
+        case MPIX_DEVICE_INT32:
+        case MPIX_DEVICE_UINT32:
+            host_acc_native<unsigned int, host_acc_add<unsigned int>>(same_gpu, t, origin,
+                                                                      result);
+            return;
+        case MPIX_DEVICE_INT64:
+        case MPIX_DEVICE_UINT64:
+            host_acc_native<unsigned long long, host_acc_add<unsigned long long>>(same_gpu, t,
+                                                                                  origin, result);
+            return;
+        case MPIX_DEVICE_FLOAT:
+            host_acc_native<float, host_acc_add<float>>(same_gpu, t, origin, result);
+            return;
+        case MPIX_DEVICE_DOUBLE:
+            host_acc_native<double, host_acc_add<double>>(same_gpu, t, origin, result);
+            return;
+        }
+    }
+    if (origin != NULL && op == MPIX_DEVICE_REPLACE) {
+        if (esize == 4) {
+            host_acc_native<unsigned int, host_acc_exch<unsigned int>>(same_gpu, t, origin,
+                                                                       result);
+        } else {
+            host_acc_native<unsigned long long, host_acc_exch<unsigned long long>>(
+                same_gpu, t, origin, result);
+        }
+        return;
+    }
+    /* the host maps only op/type pairs the combiner takes, so this cannot fail */
+    (void)gpuic_dev_acc_one(same_gpu, t, origin, result, 0, type, op);
+}
+
+/*
+ * Accumulate, get_accumulate or fetch_and_op: without runs, count elements from a.target, one
+ * per thread of the grid; with runs, a block per run.
+ */
+extern "C" __global__ void mpix_gpuic_k_host_acc(acc_args_t a)
+{
+    bool same_gpu = (a.flags & MPIX_GPUIC_STREAM_SAME_GPU) != 0;
+    size_t esize = a.type == MPIX_DEVICE_INT32 || a.type == MPIX_DEVICE_UINT32 ||
+                           a.type == MPIX_DEVICE_FLOAT
+                       ? 4
+                       : 8;
+
+    if (a.runs == 0) {
+        uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+
+        for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < a.count;
+             i += stride) {
+            host_acc_elem(a, same_gpu, (char *)(uintptr_t)a.target + i * esize, i);
+        }
+        return;
+    }
+    const mpix_gpuic_acc_run_t *runs = (const mpix_gpuic_acc_run_t *)(uintptr_t)a.runs;
+
+    for (uint32_t r = blockIdx.x; r < a.nruns; r += gridDim.x) {
+        mpix_gpuic_acc_run_t run = runs[r];
+
+        for (uint64_t i = threadIdx.x; i < run.count; i += blockDim.x) {
+            host_acc_elem(a, same_gpu, (char *)(uintptr_t)run.target + i * esize, run.first + i);
+        }
+    }
+}
+
+/* Compare-and-swap of one element of 4 or 8 bytes (a.type's size), by one thread. */
+extern "C" __global__ void mpix_gpuic_k_host_cas(acc_args_t a)
+{
+    bool same_gpu = (a.flags & MPIX_GPUIC_STREAM_SAME_GPU) != 0;
+    void *t = (void *)(uintptr_t)a.target;
+
+    if (a.type == MPIX_DEVICE_INT32 || a.type == MPIX_DEVICE_UINT32 ||
+        a.type == MPIX_DEVICE_FLOAT) {
+        unsigned int v = *(const unsigned int *)(uintptr_t)a.origin;
+        unsigned int c = *(const unsigned int *)(uintptr_t)a.compare;
+
+        *(unsigned int *)(uintptr_t)a.result = gpuic_dev_cas32_scoped(same_gpu, t, c, v);
+    } else {
+        unsigned long long v = *(const unsigned long long *)(uintptr_t)a.origin;
+        unsigned long long c = *(const unsigned long long *)(uintptr_t)a.compare;
+
+        *(unsigned long long *)(uintptr_t)a.result = gpuic_dev_cas64_scoped(same_gpu, t, c, v);
     }
 }
