@@ -195,6 +195,13 @@ typedef struct ompi_osc_gpuic_module {
     void                       *dev_error_dev; /**< its device address */
     struct ompi_osc_gpuic_devqueue *devq;   /**< the device queue, or NULL (devqueue.c) */
     int                        *dev_paths;  /**< per rank: device path in the handle, or NULL */
+    /* Device work of host calls (osc_gpuic_gpu.c): the window's own stream, created on first
+     * use, and the mapped pinned buffer the accumulate kernels read and write. */
+    opal_mutex_t               gpu_lock;    /**< guards the four fields below */
+    void                       *gpu_stream;
+    char                       *gpu_stage;
+    size_t                     gpu_stage_len;
+    int                        gpu_same;    /**< 1: every window memory is on this GPU; -1: unknown */
     /** Every process maps every peer's window and state block, so accumulates and state-word
      *  atomics use CPU atomics on the mappings.  Decided collectively at creation: every origin
      *  must use the same kind of atomics on a word, or atomicity is lost. */
@@ -572,6 +579,20 @@ void ompi_osc_gpuic_devqueue_release(ompi_osc_gpuic_module_t *module);
 void ompi_osc_gpuic_devqueue_finalize(void);
 /** Reservations device code made on the live windows' queues that found them full. */
 unsigned long long ompi_osc_gpuic_devqueue_full_waits(void);
+
+/**
+ * The window's own stream (a non-blocking stream of the current context, created on first
+ * use), for the device work of host calls; the caller holds module->gpu_lock.
+ */
+int ompi_osc_gpuic_gpu_stream(ompi_osc_gpuic_module_t *module, void **stream_p);
+/**
+ * At least @p len bytes of mapped pinned memory for the accumulate kernels (grown on demand,
+ * kept until the window is freed); the caller holds module->gpu_lock.
+ */
+int ompi_osc_gpuic_gpu_stage(ompi_osc_gpuic_module_t *module, size_t len, char **stage_p);
+/** Whether every process's window memory is on the GPU of the current context (device-scope
+ *  atomics then suffice); the caller holds module->gpu_lock. */
+bool ompi_osc_gpuic_gpu_all_same(ompi_osc_gpuic_module_t *module);
 
 /** A host copy of a user buffer in device memory (host code never dereferences device memory). */
 typedef struct ompi_osc_gpuic_bounce {

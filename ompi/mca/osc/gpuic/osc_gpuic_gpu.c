@@ -135,6 +135,16 @@ void ompi_osc_gpuic_gpu_cleanup(ompi_osc_gpuic_module_t *module)
     free(module->dev_paths);
     module->dev_paths = NULL;
 
+    if (module->gpu_stream != NULL) {
+        /* the stream's work ends before the mappings it uses go */
+        (void)gpuic_cuda_stream_synchronize(module->gpu_stream);
+        gpuic_cuda_stream_destroy(module->gpu_stream);
+        module->gpu_stream = NULL;
+    }
+    gpuic_cuda_host_free(module->gpu_stage);
+    module->gpu_stage = NULL;
+    module->gpu_stage_len = 0;
+
     for (i = 0; module->peers != NULL && i < n; ++i) {
         if (module->peers[i].ipc_mapped) {
             gpuic_cuda_ipc_release(&module->peers[i].ipc, module->peers[i].win.direct);
@@ -158,6 +168,64 @@ void ompi_osc_gpuic_gpu_cleanup(ompi_osc_gpuic_module_t *module)
         module->base = NULL;
         module->gpu_owned = false;
     }
+}
+
+int ompi_osc_gpuic_gpu_stream(ompi_osc_gpuic_module_t *module, void **stream_p)
+{
+    if (module->gpu_stream == NULL &&
+        gpuic_cuda_stream_create(&module->gpu_stream) != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: cannot create a CUDA stream for the "
+                  "window's device work", ompi_comm_rank(module->comm), module->id);
+        return MPI_ERR_OTHER;
+    }
+    *stream_p = module->gpu_stream;
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_gpu_stage(ompi_osc_gpuic_module_t *module, size_t len, char **stage_p)
+{
+    size_t want = module->gpu_stage_len > 0 ? module->gpu_stage_len : 64 * 1024;
+    void *p = NULL;
+
+    if (len > module->gpu_stage_len) {
+        while (want < len) {
+            want *= 2;
+        }
+        /* the old buffer may still be read by queued work */
+        if (module->gpu_stream != NULL) {
+            (void)gpuic_cuda_stream_synchronize(module->gpu_stream);
+        }
+        if (gpuic_cuda_host_alloc(want, &p) != GPUIC_OK) {
+            gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: cannot allocate %zu bytes of pinned "
+                      "host memory for device work", ompi_comm_rank(module->comm), module->id,
+                      want);
+            return MPI_ERR_NO_MEM;
+        }
+        gpuic_cuda_host_free(module->gpu_stage);
+        module->gpu_stage = p;
+        module->gpu_stage_len = want;
+    }
+    *stage_p = module->gpu_stage;
+    return OMPI_SUCCESS;
+}
+
+bool ompi_osc_gpuic_gpu_all_same(ompi_osc_gpuic_module_t *module)
+{
+    int i, n = ompi_comm_size(module->comm);
+
+    if (module->gpu_same < 0) {
+        module->gpu_same = 1;
+        for (i = 0; i < n; ++i) {
+            const ompi_osc_gpuic_peer_t *peer = &module->peers[i];
+
+            if (peer->win.size > 0 &&
+                (!peer->win.gpu || peer->win.direct == NULL ||
+                 !gpuic_cuda_ptr_on_current_device(peer->win.direct))) {
+                module->gpu_same = 0;
+            }
+        }
+    }
+    return module->gpu_same == 1;
 }
 
 int ompi_osc_gpuic_device_error(ompi_osc_gpuic_module_t *module)

@@ -118,6 +118,7 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
         ompi_comm_free(&module->comm);
     }
     OBJ_DESTRUCT(&module->dyn_lock);
+    OBJ_DESTRUCT(&module->gpu_lock);
     OBJ_DESTRUCT(&module->lock);
     free(module);
 }
@@ -447,6 +448,8 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     }
     OBJ_CONSTRUCT(&module->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->dyn_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->gpu_lock, opal_mutex_t);
+    module->gpu_same = -1;
     module->super = ompi_osc_gpuic_module_template;
     module->ext.magic = OMPI_OSC_GPUIC_EXT_MAGIC;
     module->ext.target_path = ompi_osc_gpuic_target_path;
