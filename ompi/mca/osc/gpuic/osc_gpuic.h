@@ -273,6 +273,7 @@ typedef struct ompi_osc_gpuic_counters {
     unsigned long long bytes_ucx;    /**< bytes those UCX calls moved */
     unsigned long long accumulates_atomic; /**< accumulate-family calls done by CPU atomics alone */
     unsigned long long accumulates_locked; /**< ...that took the target's accumulate lock */
+    unsigned long long accumulates_gpu; /**< ...executed by a kernel on GPU window memory */
     unsigned long long range_errors; /**< calls refused with MPI_ERR_RMA_RANGE */
     unsigned long long flushes_skipped; /**< flushes with no UCX operation to wait for */
     unsigned long long device_errors; /**< device-call errors reported at synchronization */
@@ -593,6 +594,25 @@ int ompi_osc_gpuic_gpu_stage(ompi_osc_gpuic_module_t *module, size_t len, char *
 /** Whether every process's window memory is on the GPU of the current context (device-scope
  *  atomics then suffice); the caller holds module->gpu_lock. */
 bool ompi_osc_gpuic_gpu_all_same(ompi_osc_gpuic_module_t *module);
+
+/**
+ * Executes an accumulate-family call (origin NULL-typed for MPI_NO_OP: op says; rdt NULL when
+ * not fetching) on a GPU window with a kernel, when it can: the target region mapped here, an
+ * op and element type (@p prim, @p nelem elements) the kernels know, naturally aligned
+ * elements (osc_gpuic_gpu_acc.c).  false: it cannot, nothing was done; true: done, its
+ * result in *rc_p.
+ */
+bool ompi_osc_gpuic_gpu_acc(ompi_osc_gpuic_module_t *module, int target,
+                            const ompi_osc_gpuic_region_t *region, uint64_t raddr,
+                            const void *origin, int ocount, struct ompi_datatype_t *odt,
+                            void *result, int rcount, struct ompi_datatype_t *rdt, int tcount,
+                            struct ompi_datatype_t *tdt, struct ompi_op_t *op,
+                            struct ompi_datatype_t *prim, size_t nelem, int *rc_p);
+/** MPI_Compare_and_swap of a 4- or 8-byte element the same way; false: it cannot. */
+bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
+                            const ompi_osc_gpuic_region_t *region, uint64_t raddr,
+                            const void *origin, const void *compare, void *result,
+                            struct ompi_datatype_t *dt, int *rc_p);
 
 /** A host copy of a user buffer in device memory (host code never dereferences device memory). */
 typedef struct ompi_osc_gpuic_bounce {

@@ -726,6 +726,13 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
         return MPI_ERR_COUNT;
     }
 
+    /* GPU window memory this process maps: one kernel of device atomics. */
+    if (acc.region->gpu &&
+        ompi_osc_gpuic_gpu_acc(module, target, acc.region, raddr, has_origin ? origin : NULL,
+                               ocount, odt, result, rcount, rdt, tcount, tdt, op, acc.prim,
+                               acc.nelem, &rc)) {
+        return rc;
+    }
     /* A single predefined element on every side: no copies, no allocation. */
     if (acc.nelem == 1 && (!has_origin || ompi_datatype_is_predefined(odt)) &&
         (!fetching || ompi_datatype_is_predefined(rdt)) && acc.esize <= sizeof(rbuf) &&
@@ -903,6 +910,10 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
         return rc;
     }
     ompi_datatype_type_size(dt, &esize);
+    if (region->gpu && ompi_osc_gpuic_gpu_cas(module, target, region, raddr, origin_addr,
+                                              compare_addr, result_addr, dt, &rc)) {
+        return rc;
+    }
     if (gpuic_cuda_available() &&
         (gpuic_cuda_is_device_ptr(origin_addr) || gpuic_cuda_is_device_ptr(compare_addr) ||
          gpuic_cuda_is_device_ptr(result_addr))) {

@@ -72,6 +72,8 @@ static const struct {
     {"accumulates_locked", offsetof(ompi_osc_gpuic_counters_t, accumulates_locked),
      "Accumulate-family calls that took the target's accumulate lock (windows not mapped by "
      "every process, elements CPU atomics cannot cover)"},
+    {"accumulates_gpu", offsetof(ompi_osc_gpuic_counters_t, accumulates_gpu),
+     "Accumulate-family calls on GPU window memory executed by a kernel (device atomics)"},
     {"range_errors", offsetof(ompi_osc_gpuic_counters_t, range_errors),
      "RMA calls refused with MPI_ERR_RMA_RANGE (outside the target window or not attached)"},
     {"flushes_skipped", offsetof(ompi_osc_gpuic_counters_t, flushes_skipped),

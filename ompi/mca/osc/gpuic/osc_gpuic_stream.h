@@ -142,6 +142,13 @@ int ompi_osc_gpuic_stream_wait(struct ompi_win_t *win, void *stream);
 
 /* osc_gpuic_stream_launch.c */
 
+/** The kernels' element type (MPIX_Device_type) of the predefined @p dt; MPI_ERR_TYPE when
+ *  they have none. */
+int ompi_osc_gpuic_stream_named_type(struct ompi_datatype_t *dt, int *type_p);
+/** The kernels' operation (MPIX_Device_op) for @p op on elements of @p type; MPI_ERR_OP for
+ *  what they cannot do (MPI_NO_OP only when @p allow_no_op). */
+int ompi_osc_gpuic_stream_op(struct ompi_op_t *op, int type, bool allow_no_op, int *op_p);
+
 /** Threads of a synchronization kernel for a window of @p nranks: one per rank, up to 256. */
 unsigned ompi_osc_gpuic_stream_sync_threads(int nranks);
 /**

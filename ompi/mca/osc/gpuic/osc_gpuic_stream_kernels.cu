@@ -407,7 +407,7 @@ extern "C" __global__ void mpix_gpuic_k_unlock_all(sync_args_t a)
 
 /*
  * These are not stream-ordered calls: the host launches them on the window's own stream and
- * waits for them, so they have no prologue.  Every element is one device atomic (a native add
+ * waits for them (the prologue only keeps programmatic dependent launch correct).  Every element is one device atomic (a native add
  * or exchange where there is one, else the device API's compare-and-swap loop), so the call is
  * element-wise atomic with the device API's atomics on the same elements and with other such
  * calls.  Scope: device scope only when every accessor of the window is on this GPU.
@@ -491,6 +491,8 @@ __device__ static inline void host_acc_elem(const acc_args_t &a, bool same_gpu, 
  */
 extern "C" __global__ void mpix_gpuic_k_host_acc(acc_args_t a)
 {
+    gpuic_dev_stream_prologue();
+
     bool same_gpu = (a.flags & MPIX_GPUIC_STREAM_SAME_GPU) != 0;
     size_t esize = a.type == MPIX_DEVICE_INT32 || a.type == MPIX_DEVICE_UINT32 ||
                            a.type == MPIX_DEVICE_FLOAT
@@ -520,6 +522,8 @@ extern "C" __global__ void mpix_gpuic_k_host_acc(acc_args_t a)
 /* Compare-and-swap of one element of 4 or 8 bytes (a.type's size), by one thread. */
 extern "C" __global__ void mpix_gpuic_k_host_cas(acc_args_t a)
 {
+    gpuic_dev_stream_prologue();
+
     bool same_gpu = (a.flags & MPIX_GPUIC_STREAM_SAME_GPU) != 0;
     void *t = (void *)(uintptr_t)a.target;
 

@@ -53,8 +53,7 @@ static int ompi_osc_gpuic_stream_contig(int count, struct ompi_datatype_t *dt, s
     return rc;
 }
 
-/* The predefined element type behind @p dt, if the kernels know it. */
-static int ompi_osc_gpuic_stream_named_type(struct ompi_datatype_t *dt, int *type_p)
+int ompi_osc_gpuic_stream_named_type(struct ompi_datatype_t *dt, int *type_p)
 {
     if (dt == MPI_INT32_T || (dt == MPI_INT && sizeof(int) == 4)) {
         *type_p = OMPI_OSC_GPUIC_STREAM_INT32;
@@ -122,8 +121,7 @@ static size_t ompi_osc_gpuic_stream_type_size(int type)
                : 8;
 }
 
-/* The kernels' operation for @p op; MPI_ERR_OP for what they cannot do. */
-static int ompi_osc_gpuic_stream_op(struct ompi_op_t *op, int type, bool allow_no_op, int *op_p)
+int ompi_osc_gpuic_stream_op(struct ompi_op_t *op, int type, bool allow_no_op, int *op_p)
 {
     static const struct {
         MPI_Op mpi;
