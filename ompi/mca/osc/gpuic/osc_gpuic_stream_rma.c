@@ -11,6 +11,8 @@
 
 #include "mpi.h"
 
+#include "ompi/op/op.h"
+
 #include "osc_gpuic.h"
 #include "osc_gpuic_stream.h"
 
@@ -55,24 +57,43 @@ static int ompi_osc_gpuic_stream_contig(int count, struct ompi_datatype_t *dt, s
 
 int ompi_osc_gpuic_stream_named_type(struct ompi_datatype_t *dt, int *type_p)
 {
-    if (dt == MPI_INT32_T || (dt == MPI_INT && sizeof(int) == 4)) {
-        *type_p = OMPI_OSC_GPUIC_STREAM_INT32;
-    } else if (dt == MPI_UINT32_T || (dt == MPI_UNSIGNED && sizeof(unsigned) == 4)) {
-        *type_p = OMPI_OSC_GPUIC_STREAM_UINT32;
-    } else if (dt == MPI_INT64_T || dt == MPI_LONG_LONG_INT || dt == MPI_LONG_LONG ||
-               (dt == MPI_LONG && sizeof(long) == 8)) {
-        *type_p = OMPI_OSC_GPUIC_STREAM_INT64;
-    } else if (dt == MPI_UINT64_T || dt == MPI_UNSIGNED_LONG_LONG ||
-               (dt == MPI_UNSIGNED_LONG && sizeof(unsigned long) == 8)) {
-        *type_p = OMPI_OSC_GPUIC_STREAM_UINT64;
-    } else if (dt == MPI_FLOAT) {
-        *type_p = OMPI_OSC_GPUIC_STREAM_FLOAT;
-    } else if (dt == MPI_DOUBLE) {
-        *type_p = OMPI_OSC_GPUIC_STREAM_DOUBLE;
-    } else {
+    size_t size = 0;
+    int base;
+
+    /* Open MPI's reduction class of the predefined type, so that every alias (MPI_INT,
+     * MPI_INT32_T, MPI_INTEGER, MPI_AINT, MPI_DOUBLE_PRECISION, ...) maps alike, by size. */
+    if (dt == NULL || !ompi_datatype_is_predefined(dt) || dt->id < 0 ||
+        dt->id >= OMPI_DATATYPE_MAX_PREDEFINED) {
         return MPI_ERR_TYPE;
     }
-    return MPI_SUCCESS;
+    base = ompi_op_ddt_map[dt->id];
+    ompi_datatype_type_size(dt, &size);
+    switch (base) {
+    case OMPI_OP_BASE_TYPE_INT32_T:
+    case OMPI_OP_BASE_TYPE_INT64_T:
+    case OMPI_OP_BASE_TYPE_INTEGER:
+    case OMPI_OP_BASE_TYPE_INTEGER4:
+    case OMPI_OP_BASE_TYPE_INTEGER8:
+    case OMPI_OP_BASE_TYPE_LONG:
+        *type_p = size == 4 ? OMPI_OSC_GPUIC_STREAM_INT32 : OMPI_OSC_GPUIC_STREAM_INT64;
+        break;
+    case OMPI_OP_BASE_TYPE_UINT32_T:
+    case OMPI_OP_BASE_TYPE_UINT64_T:
+    case OMPI_OP_BASE_TYPE_UNSIGNED_LONG:
+        *type_p = size == 4 ? OMPI_OSC_GPUIC_STREAM_UINT32 : OMPI_OSC_GPUIC_STREAM_UINT64;
+        break;
+    case OMPI_OP_BASE_TYPE_FLOAT:
+    case OMPI_OP_BASE_TYPE_DOUBLE:
+    case OMPI_OP_BASE_TYPE_REAL:
+    case OMPI_OP_BASE_TYPE_REAL4:
+    case OMPI_OP_BASE_TYPE_REAL8:
+    case OMPI_OP_BASE_TYPE_DOUBLE_PRECISION:
+        *type_p = size == 4 ? OMPI_OSC_GPUIC_STREAM_FLOAT : OMPI_OSC_GPUIC_STREAM_DOUBLE;
+        break;
+    default:
+        return MPI_ERR_TYPE;
+    }
+    return size == 4 || size == 8 ? MPI_SUCCESS : MPI_ERR_TYPE;
 }
 
 /*
