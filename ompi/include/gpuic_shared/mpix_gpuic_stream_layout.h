@@ -148,6 +148,69 @@ typedef struct mpix_gpuic_acc_args {
     uint32_t flags;    /**< MPIX_GPUIC_STREAM_SAME_GPU: the target memory is on this GPU */
 } mpix_gpuic_acc_args_t;
 
+/*
+ * The window agent (osc_gpuic_gpu_agent.c, mpix_gpuic_k_agent): one warp that stays resident
+ * while host calls keep it busy and executes their small device work (puts, gets,
+ * accumulate-family calls on GPU window memory) from a ring of commands in mapped pinned host
+ * memory, so that such a call costs a round trip through that memory instead of a kernel
+ * launch and a stream synchronization.  It exits after MPIX_GPUIC_AGENT_IDLE_NS without a
+ * command; the host launches it again when it finds it stopped.
+ *
+ * Protocol, host (one poster at a time, under the window's gpu_lock) and agent:
+ *  - the host fills slot (seq % SLOTS) of command seq (1, 2, ...), then stores seq in its seq
+ *    word (release); the agent loads that word (acquire, system scope) until it reads the seq
+ *    it expects, executes the command, and stores seq in done (release, system scope) after
+ *    the command's writes; the host reads inline results once done >= seq;
+ *  - the host reuses a slot only once done shows its command finished;
+ *  - stopping: the agent stores STOPPING, fences, checks the next slot once more, and stores
+ *    STOPPED and exits only if it is still empty (else back to RUNNING); the host, after
+ *    publishing a command, fences and launches a new agent if it reads STOPPED.  Each side
+ *    stores before it loads the other's word, so one of them sees the other's store.
+ */
+#define MPIX_GPUIC_AGENT_SLOTS    64
+#define MPIX_GPUIC_AGENT_INLINE   448   /**< inline bytes of a command: origin in, result out */
+#define MPIX_GPUIC_AGENT_IDLE_NS  2000000ull
+#define MPIX_GPUIC_AGENT_STOPPED  0
+#define MPIX_GPUIC_AGENT_RUNNING  1
+#define MPIX_GPUIC_AGENT_STOPPING 2
+
+/** What a command asks for. */
+enum {
+    MPIX_GPUIC_AGENT_PUT = 1, /**< count bytes from origin to target */
+    MPIX_GPUIC_AGENT_GET,     /**< count bytes from target to result */
+    MPIX_GPUIC_AGENT_ACC,     /**< count elements combined as by mpix_gpuic_k_host_acc */
+    MPIX_GPUIC_AGENT_CAS,     /**< one element as by mpix_gpuic_k_host_cas */
+    MPIX_GPUIC_AGENT_EXIT     /**< stop now (the window is being freed) */
+};
+
+/** One command: the fields of mpix_gpuic_acc_args_t (no runs).  Addresses are device
+ *  addresses; the host points them into data (mapped, at the same address) for inline bytes:
+ *  an accumulate's origin and result elements may share them (each element is read before it
+ *  is written, by the same lane). */
+typedef struct mpix_gpuic_agent_cmd {
+    uint64_t seq;
+    uint32_t what;
+    uint32_t flags;     /**< MPIX_GPUIC_STREAM_SAME_GPU */
+    int32_t  type;
+    int32_t  op;
+    uint64_t count;
+    uint64_t target;
+    uint64_t origin;
+    uint64_t result;
+    uint64_t compare;
+    uint64_t pad;
+    uint8_t  data[MPIX_GPUIC_AGENT_INLINE];
+} mpix_gpuic_agent_cmd_t;
+
+/** The ring, in mapped pinned host memory. */
+typedef struct mpix_gpuic_agent_ring {
+    uint64_t done;       /**< agent: the last command executed */
+    uint64_t pad0[7];
+    uint64_t state;      /**< MPIX_GPUIC_AGENT_* */
+    uint64_t pad1[7];
+    mpix_gpuic_agent_cmd_t cmd[MPIX_GPUIC_AGENT_SLOTS];
+} mpix_gpuic_agent_ring_t;
+
 /** The kernels of the embedded image, by index (names in osc_gpuic_stream_launch.c). */
 typedef enum mpix_gpuic_stream_kernel {
     MPIX_GPUIC_K_PUT,
@@ -168,6 +231,7 @@ typedef enum mpix_gpuic_stream_kernel {
     MPIX_GPUIC_K_COPY_SMALL,
     MPIX_GPUIC_K_HOST_ACC,
     MPIX_GPUIC_K_HOST_CAS,
+    MPIX_GPUIC_K_AGENT,
     MPIX_GPUIC_K_COUNT
 } mpix_gpuic_stream_kernel_t;
 

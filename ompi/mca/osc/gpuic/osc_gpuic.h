@@ -175,6 +175,8 @@ typedef struct ompi_osc_gpuic_attached {
     uint64_t   id;    /**< this attachment's number in the window (never reused) */
 } ompi_osc_gpuic_attached_t;
 
+typedef struct ompi_osc_gpuic_agent ompi_osc_gpuic_agent_t;
+
 /** A window served by gpuic. */
 typedef struct ompi_osc_gpuic_module {
     ompi_osc_base_module_t super;   /**< Open MPI's function table: must be first */
@@ -202,6 +204,7 @@ typedef struct ompi_osc_gpuic_module {
     char                       *gpu_stage;
     size_t                     gpu_stage_len;
     int                        gpu_same;    /**< 1: every window memory is on this GPU; -1: unknown */
+    struct ompi_osc_gpuic_agent *gpu_agent; /**< the window agent, or NULL (gpu_agent.c) */
     /** Every process maps every peer's window and state block, so accumulates and state-word
      *  atomics use CPU atomics on the mappings.  Decided collectively at creation: every origin
      *  must use the same kind of atomics on a word, or atomicity is lost. */
@@ -299,6 +302,7 @@ typedef struct ompi_osc_gpuic_component {
     int  device_stage_bytes; /**< staging bytes per device-queue slot */
     int  device;            /**< device when gpuic picks one: -1 by node-local rank, N that one */
     bool stream_pdl;        /**< stream kernels may use programmatic dependent launch */
+    bool gpu_agent;         /**< small device work of host calls goes to the window agent */
     int  cma_min_bytes;     /**< smallest piece sent by cross-memory copy; -1: none */
     int  emulate_nodes;     /**< processes per emulated node (by world rank); 0: real nodes */
 
@@ -613,6 +617,9 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
                             const ompi_osc_gpuic_region_t *region, uint64_t raddr,
                             const void *origin, const void *compare, void *result,
                             struct ompi_datatype_t *dt, int *rc_p);
+
+/** Stops the window agent and frees it (window free; osc_gpuic_gpu_agent.c). */
+void ompi_osc_gpuic_agent_release(ompi_osc_gpuic_module_t *module);
 
 /** A host copy of a user buffer in device memory (host code never dereferences device memory). */
 typedef struct ompi_osc_gpuic_bounce {

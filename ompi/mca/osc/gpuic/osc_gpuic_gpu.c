@@ -135,6 +135,7 @@ void ompi_osc_gpuic_gpu_cleanup(ompi_osc_gpuic_module_t *module)
     free(module->dev_paths);
     module->dev_paths = NULL;
 
+    ompi_osc_gpuic_agent_release(module);
     if (module->gpu_stream != NULL) {
         /* the stream's work ends before the mappings it uses go */
         (void)gpuic_cuda_stream_synchronize(module->gpu_stream);

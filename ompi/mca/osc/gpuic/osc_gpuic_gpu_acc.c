@@ -158,6 +158,86 @@ static bool ompi_osc_gpuic_gpu_acc_kind(struct ompi_datatype_t *prim, struct omp
     return true;
 }
 
+/* Packs the origin elements into @p dst (nelem of prim). */
+static int ompi_osc_gpuic_gpu_acc_pack(char *dst, const void *origin, int ocount,
+                                       struct ompi_datatype_t *odt,
+                                       struct ompi_datatype_t *prim, size_t nelem)
+{
+    ompi_osc_gpuic_bounce_t ob = {0};
+    int rc = ompi_osc_gpuic_bounce_in(&ob, (void *)origin, ocount, odt), rc_b;
+
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_dt_copy(dst, (int)nelem, prim, ob.buf, ocount, odt);
+    }
+    rc_b = ompi_osc_gpuic_bounce_out(&ob, false);
+    return rc != OMPI_SUCCESS ? rc : rc_b;
+}
+
+/* Unpacks the old elements (nelem of prim at @p src) into the caller's result layout. */
+static int ompi_osc_gpuic_gpu_acc_unpack(void *result, int rcount, struct ompi_datatype_t *rdt,
+                                         const char *src, struct ompi_datatype_t *prim,
+                                         size_t nelem)
+{
+    ompi_osc_gpuic_bounce_t rb = {0};
+    int rc = ompi_osc_gpuic_bounce_in(&rb, result, rcount, rdt), rc_b;
+
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_dt_copy(rb.buf, rcount, rdt, (void *)src, (int)nelem, prim);
+    }
+    rc_b = ompi_osc_gpuic_bounce_out(&rb, rc == OMPI_SUCCESS);
+    return rc != OMPI_SUCCESS ? rc : rc_b;
+}
+
+/*
+ * A call of one run of at most MPIX_GPUIC_AGENT_INLINE bytes through the window agent: origin
+ * and result in the command's inline bytes unless they are packed device memory.  The caller
+ * holds module->gpu_lock.
+ */
+static int ompi_osc_gpuic_gpu_acc_agent(ompi_osc_gpuic_module_t *module, int target,
+                                        ompi_osc_gpuic_gpu_call_t *c, const void *origin,
+                                        int ocount, struct ompi_datatype_t *odt, void *result,
+                                        int rcount, struct ompi_datatype_t *rdt,
+                                        struct ompi_datatype_t *prim, size_t nelem)
+{
+    mpix_gpuic_agent_cmd_t *cmd = NULL;
+    int rc = ompi_osc_gpuic_agent_begin(module, &cmd), rc_leave;
+
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    cmd->what = MPIX_GPUIC_AGENT_ACC;
+    cmd->flags = ompi_osc_gpuic_gpu_all_same(module) ? MPIX_GPUIC_STREAM_SAME_GPU : 0;
+    cmd->type = c->args.type;
+    cmd->op = c->args.op;
+    cmd->count = nelem;
+    cmd->target = c->args.target;
+    cmd->origin = 0;
+    if (origin != NULL && c->stage_origin) {
+        rc = ompi_osc_gpuic_gpu_acc_pack((char *)cmd->data, origin, ocount, odt, prim, nelem);
+        cmd->origin = (uint64_t)(uintptr_t)cmd->data;
+    } else if (origin != NULL) {
+        cmd->origin = (uint64_t)(uintptr_t)origin + (uint64_t)c->olo;
+    }
+    cmd->result = rdt == NULL       ? 0
+                  : c->stage_result ? (uint64_t)(uintptr_t)cmd->data
+                                    : (uint64_t)(uintptr_t)result + (uint64_t)c->rlo;
+    if (rc != OMPI_SUCCESS) {
+        return rc; /* the slot stays unpublished: the next call reuses it */
+    }
+    rc = ompi_osc_gpuic_acc_enter(module, target);
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    rc = ompi_osc_gpuic_agent_call(module);
+    rc_leave = ompi_osc_gpuic_acc_leave(module, target);
+    rc = rc != OMPI_SUCCESS ? rc : rc_leave;
+    if (rc == OMPI_SUCCESS && rdt != NULL && c->stage_result) {
+        rc = ompi_osc_gpuic_gpu_acc_unpack(result, rcount, rdt, (const char *)cmd->data, prim,
+                                           nelem);
+    }
+    return rc;
+}
+
 bool ompi_osc_gpuic_gpu_acc(ompi_osc_gpuic_module_t *module, int target,
                             const ompi_osc_gpuic_region_t *region, uint64_t raddr,
                             const void *origin, int ocount, struct ompi_datatype_t *odt,
@@ -167,13 +247,12 @@ bool ompi_osc_gpuic_gpu_acc(ompi_osc_gpuic_module_t *module, int target,
 {
     ompi_osc_gpuic_gpu_runs_t runs = {0};
     ompi_osc_gpuic_gpu_call_t c;
-    ompi_osc_gpuic_bounce_t ob = {0}, rb = {0};
     bool has_origin = op != &ompi_mpi_op_no_op.op, fetching = rdt != NULL;
     size_t esize, runs_bytes = 0, off;
     ptrdiff_t lo;
     unsigned grid;
     char *stage = NULL;
-    int rc, rc_b;
+    int rc;
 
     if (!region->gpu || region->direct == NULL || !gpuic_cuda_available()) {
         return false;
@@ -209,8 +288,18 @@ bool ompi_osc_gpuic_gpu_acc(ompi_osc_gpuic_module_t *module, int target,
     c.stage_result = fetching && !(ompi_osc_gpuic_gpu_acc_on_device(result) &&
                                    ompi_osc_gpuic_gpu_acc_packed(rcount, rdt, c.bytes, &c.rlo));
 
-    /* From here on the call is the kernel's: every outcome is its result. */
+    /* From here on the call is the GPU's: every outcome is its result. */
     opal_mutex_lock(&module->gpu_lock);
+    if (runs.n == 0 && c.bytes <= MPIX_GPUIC_AGENT_INLINE && mca_osc_gpuic_component.gpu_agent) {
+        rc = ompi_osc_gpuic_gpu_acc_agent(module, target, &c, has_origin ? origin : NULL, ocount,
+                                          odt, result, rcount, rdt, prim, nelem);
+        opal_mutex_unlock(&module->gpu_lock);
+        if (rc == OMPI_SUCCESS) {
+            ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.accumulates_gpu, 1);
+        }
+        *rc_p = rc;
+        return true;
+    }
     rc = ompi_osc_gpuic_gpu_stage(module,
                                   runs_bytes + (c.stage_origin ? c.bytes + 16 : 0) +
                                       (c.stage_result ? c.bytes : 0),
@@ -222,10 +311,7 @@ bool ompi_osc_gpuic_gpu_acc(ompi_osc_gpuic_module_t *module, int target,
     }
     if (rc == OMPI_SUCCESS && has_origin) {
         if (c.stage_origin) {
-            rc = ompi_osc_gpuic_bounce_in(&ob, (void *)origin, ocount, odt);
-            if (rc == OMPI_SUCCESS) {
-                rc = ompi_osc_gpuic_dt_copy(stage + off, (int)nelem, prim, ob.buf, ocount, odt);
-            }
+            rc = ompi_osc_gpuic_gpu_acc_pack(stage + off, origin, ocount, odt, prim, nelem);
             c.args.origin = (uint64_t)(uintptr_t)(stage + off);
             off += (c.bytes + 15) & ~(size_t)15;
         } else {
@@ -250,18 +336,10 @@ bool ompi_osc_gpuic_gpu_acc(ompi_osc_gpuic_module_t *module, int target,
         rc = ompi_osc_gpuic_gpu_acc_launch(module, target, MPIX_GPUIC_K_HOST_ACC, grid, &c.args);
     }
     if (rc == OMPI_SUCCESS && c.stage_result) {
-        /* the old elements, packed in the stage, into the caller's layout */
-        rc = ompi_osc_gpuic_bounce_in(&rb, result, rcount, rdt);
-        if (rc == OMPI_SUCCESS) {
-            rc = ompi_osc_gpuic_dt_copy(rb.buf, rcount, rdt, (void *)(uintptr_t)c.args.result,
-                                        (int)nelem, prim);
-        }
-        rc_b = ompi_osc_gpuic_bounce_out(&rb, rc == OMPI_SUCCESS);
-        rc = rc != OMPI_SUCCESS ? rc : rc_b;
+        rc = ompi_osc_gpuic_gpu_acc_unpack(result, rcount, rdt,
+                                           (const char *)(uintptr_t)c.args.result, prim, nelem);
     }
     opal_mutex_unlock(&module->gpu_lock);
-    rc_b = ompi_osc_gpuic_bounce_out(&ob, false);
-    rc = rc != OMPI_SUCCESS ? rc : rc_b;
     free(runs.run);
     if (rc == OMPI_SUCCESS) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.accumulates_gpu, 1);
@@ -276,11 +354,12 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
                             struct ompi_datatype_t *dt, int *rc_p)
 {
     mpix_gpuic_acc_args_t args;
+    mpix_gpuic_agent_cmd_t *cmd = NULL;
     const void *in[2] = {origin, compare};
     uint64_t *slot[2];
     size_t esize;
-    char *stage = NULL;
-    int rc, i;
+    char *words = NULL;
+    int rc, rc_leave, i;
 
     ompi_datatype_type_size(dt, &esize);
     if (!region->gpu || region->direct == NULL || !gpuic_cuda_available() ||
@@ -298,23 +377,44 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
     slot[1] = &args.compare;
 
     opal_mutex_lock(&module->gpu_lock);
-    /* origin, compare and result: device memory in place, else one 8-byte stage word each */
-    rc = ompi_osc_gpuic_gpu_stage(module, 3 * sizeof(uint64_t), &stage);
+    /* three 8-byte words for origin, compare and result: the agent command's inline bytes, or
+     * the stage for a launched kernel; device memory is used in place */
+    if (mca_osc_gpuic_component.gpu_agent) {
+        rc = ompi_osc_gpuic_agent_begin(module, &cmd);
+        words = rc == OMPI_SUCCESS ? (char *)cmd->data : NULL;
+    } else {
+        rc = ompi_osc_gpuic_gpu_stage(module, 3 * sizeof(uint64_t), &words);
+    }
     for (i = 0; rc == OMPI_SUCCESS && i < 2; ++i) {
         if (ompi_osc_gpuic_gpu_acc_on_device(in[i])) {
             *slot[i] = (uint64_t)(uintptr_t)in[i];
         } else {
-            memcpy(stage + 8 * i, in[i], esize);
-            *slot[i] = (uint64_t)(uintptr_t)(stage + 8 * i);
+            memcpy(words + 8 * i, in[i], esize);
+            *slot[i] = (uint64_t)(uintptr_t)(words + 8 * i);
         }
     }
     args.result = ompi_osc_gpuic_gpu_acc_on_device(result) ? (uint64_t)(uintptr_t)result
-                                                            : (uint64_t)(uintptr_t)(stage + 16);
-    if (rc == OMPI_SUCCESS) {
+                                                            : (uint64_t)(uintptr_t)(words + 16);
+    if (rc == OMPI_SUCCESS && cmd != NULL) {
+        cmd->what = MPIX_GPUIC_AGENT_CAS;
+        cmd->flags = ompi_osc_gpuic_gpu_all_same(module) ? MPIX_GPUIC_STREAM_SAME_GPU : 0;
+        cmd->type = args.type;
+        cmd->count = 1;
+        cmd->target = args.target;
+        cmd->origin = args.origin;
+        cmd->compare = args.compare;
+        cmd->result = args.result;
+        rc = ompi_osc_gpuic_acc_enter(module, target);
+        if (rc == OMPI_SUCCESS) {
+            rc = ompi_osc_gpuic_agent_call(module);
+            rc_leave = ompi_osc_gpuic_acc_leave(module, target);
+            rc = rc != OMPI_SUCCESS ? rc : rc_leave;
+        }
+    } else if (rc == OMPI_SUCCESS) {
         rc = ompi_osc_gpuic_gpu_acc_launch(module, target, MPIX_GPUIC_K_HOST_CAS, 1, &args);
     }
-    if (rc == OMPI_SUCCESS && args.result == (uint64_t)(uintptr_t)(stage + 16)) {
-        memcpy(result, stage + 16, esize);
+    if (rc == OMPI_SUCCESS && args.result == (uint64_t)(uintptr_t)(words + 16)) {
+        memcpy(result, words + 16, esize);
     }
     opal_mutex_unlock(&module->gpu_lock);
     if (rc == OMPI_SUCCESS) {
@@ -325,6 +425,86 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
 }
 
 #else /* !OMPI_OSC_GPUIC_HAVE_STREAM: no kernels, the host paths take every call */
+
+/* Packs the origin elements into @p dst (nelem of prim). */
+static int ompi_osc_gpuic_gpu_acc_pack(char *dst, const void *origin, int ocount,
+                                       struct ompi_datatype_t *odt,
+                                       struct ompi_datatype_t *prim, size_t nelem)
+{
+    ompi_osc_gpuic_bounce_t ob = {0};
+    int rc = ompi_osc_gpuic_bounce_in(&ob, (void *)origin, ocount, odt), rc_b;
+
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_dt_copy(dst, (int)nelem, prim, ob.buf, ocount, odt);
+    }
+    rc_b = ompi_osc_gpuic_bounce_out(&ob, false);
+    return rc != OMPI_SUCCESS ? rc : rc_b;
+}
+
+/* Unpacks the old elements (nelem of prim at @p src) into the caller's result layout. */
+static int ompi_osc_gpuic_gpu_acc_unpack(void *result, int rcount, struct ompi_datatype_t *rdt,
+                                         const char *src, struct ompi_datatype_t *prim,
+                                         size_t nelem)
+{
+    ompi_osc_gpuic_bounce_t rb = {0};
+    int rc = ompi_osc_gpuic_bounce_in(&rb, result, rcount, rdt), rc_b;
+
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_dt_copy(rb.buf, rcount, rdt, (void *)src, (int)nelem, prim);
+    }
+    rc_b = ompi_osc_gpuic_bounce_out(&rb, rc == OMPI_SUCCESS);
+    return rc != OMPI_SUCCESS ? rc : rc_b;
+}
+
+/*
+ * A call of one run of at most MPIX_GPUIC_AGENT_INLINE bytes through the window agent: origin
+ * and result in the command's inline bytes unless they are packed device memory.  The caller
+ * holds module->gpu_lock.
+ */
+static int ompi_osc_gpuic_gpu_acc_agent(ompi_osc_gpuic_module_t *module, int target,
+                                        ompi_osc_gpuic_gpu_call_t *c, const void *origin,
+                                        int ocount, struct ompi_datatype_t *odt, void *result,
+                                        int rcount, struct ompi_datatype_t *rdt,
+                                        struct ompi_datatype_t *prim, size_t nelem)
+{
+    mpix_gpuic_agent_cmd_t *cmd = NULL;
+    int rc = ompi_osc_gpuic_agent_begin(module, &cmd), rc_leave;
+
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    cmd->what = MPIX_GPUIC_AGENT_ACC;
+    cmd->flags = ompi_osc_gpuic_gpu_all_same(module) ? MPIX_GPUIC_STREAM_SAME_GPU : 0;
+    cmd->type = c->args.type;
+    cmd->op = c->args.op;
+    cmd->count = nelem;
+    cmd->target = c->args.target;
+    cmd->origin = 0;
+    if (origin != NULL && c->stage_origin) {
+        rc = ompi_osc_gpuic_gpu_acc_pack((char *)cmd->data, origin, ocount, odt, prim, nelem);
+        cmd->origin = (uint64_t)(uintptr_t)cmd->data;
+    } else if (origin != NULL) {
+        cmd->origin = (uint64_t)(uintptr_t)origin + (uint64_t)c->olo;
+    }
+    cmd->result = rdt == NULL       ? 0
+                  : c->stage_result ? (uint64_t)(uintptr_t)cmd->data
+                                    : (uint64_t)(uintptr_t)result + (uint64_t)c->rlo;
+    if (rc != OMPI_SUCCESS) {
+        return rc; /* the slot stays unpublished: the next call reuses it */
+    }
+    rc = ompi_osc_gpuic_acc_enter(module, target);
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    rc = ompi_osc_gpuic_agent_call(module);
+    rc_leave = ompi_osc_gpuic_acc_leave(module, target);
+    rc = rc != OMPI_SUCCESS ? rc : rc_leave;
+    if (rc == OMPI_SUCCESS && rdt != NULL && c->stage_result) {
+        rc = ompi_osc_gpuic_gpu_acc_unpack(result, rcount, rdt, (const char *)cmd->data, prim,
+                                           nelem);
+    }
+    return rc;
+}
 
 bool ompi_osc_gpuic_gpu_acc(ompi_osc_gpuic_module_t *module, int target,
                             const ompi_osc_gpuic_region_t *region, uint64_t raddr,

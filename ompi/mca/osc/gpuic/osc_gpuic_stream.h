@@ -142,6 +142,17 @@ int ompi_osc_gpuic_stream_wait(struct ompi_win_t *win, void *stream);
 
 /* osc_gpuic_stream_launch.c */
 
+/* The window agent (osc_gpuic_gpu_agent.c); every call under module->gpu_lock. */
+/** The slot of the next command (set up on first use), once it is free; the caller fills in
+ *  everything but seq, then commits. */
+int ompi_osc_gpuic_agent_begin(ompi_osc_gpuic_module_t *module, mpix_gpuic_agent_cmd_t **cmd_p);
+/** Publishes the command begun (launching the agent if it stopped); *seq_p its number. */
+int ompi_osc_gpuic_agent_commit(ompi_osc_gpuic_module_t *module, uint64_t *seq_p);
+/** Commits the command begun and waits until it is done (its inline results readable). */
+int ompi_osc_gpuic_agent_call(ompi_osc_gpuic_module_t *module);
+/** Waits until every command committed is done. */
+int ompi_osc_gpuic_agent_drain(ompi_osc_gpuic_module_t *module);
+
 /** The kernels' element type (MPIX_Device_type) of the predefined @p dt; MPI_ERR_TYPE when
  *  they have none. */
 int ompi_osc_gpuic_stream_named_type(struct ompi_datatype_t *dt, int *type_p);

@@ -519,24 +519,157 @@ extern "C" __global__ void mpix_gpuic_k_host_acc(acc_args_t a)
     }
 }
 
-/* Compare-and-swap of one element of 4 or 8 bytes (a.type's size), by one thread. */
+/* Compare-and-swap of one element of 4 or 8 bytes (@p type's size). */
+__device__ static inline void host_cas(bool same_gpu, int type, uint64_t target, uint64_t origin,
+                                       uint64_t compare, uint64_t result)
+{
+    void *t = (void *)(uintptr_t)target;
+
+    if (type == MPIX_DEVICE_INT32 || type == MPIX_DEVICE_UINT32 || type == MPIX_DEVICE_FLOAT) {
+        unsigned int v = *(const unsigned int *)(uintptr_t)origin;
+        unsigned int c = *(const unsigned int *)(uintptr_t)compare;
+
+        *(unsigned int *)(uintptr_t)result = gpuic_dev_cas32_scoped(same_gpu, t, c, v);
+    } else {
+        unsigned long long v = *(const unsigned long long *)(uintptr_t)origin;
+        unsigned long long c = *(const unsigned long long *)(uintptr_t)compare;
+
+        *(unsigned long long *)(uintptr_t)result = gpuic_dev_cas64_scoped(same_gpu, t, c, v);
+    }
+}
+
+/* Compare-and-swap of one element, by one thread. */
 extern "C" __global__ void mpix_gpuic_k_host_cas(acc_args_t a)
 {
     gpuic_dev_stream_prologue();
+    host_cas((a.flags & MPIX_GPUIC_STREAM_SAME_GPU) != 0, a.type, a.target, a.origin, a.compare,
+             a.result);
+}
 
-    bool same_gpu = (a.flags & MPIX_GPUIC_STREAM_SAME_GPU) != 0;
-    void *t = (void *)(uintptr_t)a.target;
+/* ---------------------------------------------------------------------------------------- */
+/* The window agent (mpix_gpuic_stream_layout.h has its protocol; osc_gpuic_gpu_agent.c).    */
 
-    if (a.type == MPIX_DEVICE_INT32 || a.type == MPIX_DEVICE_UINT32 ||
-        a.type == MPIX_DEVICE_FLOAT) {
-        unsigned int v = *(const unsigned int *)(uintptr_t)a.origin;
-        unsigned int c = *(const unsigned int *)(uintptr_t)a.compare;
+/* The host's command and state words: acquire loads and release stores at system scope,
+ * which order the command's fields and inline bytes (host stores before its seq store) before
+ * the agent's reads of them, and the command's writes before done for the host. */
+__device__ static inline uint64_t agent_load_acquire(const uint64_t *word)
+{
+    uint64_t v;
 
-        *(unsigned int *)(uintptr_t)a.result = gpuic_dev_cas32_scoped(same_gpu, t, c, v);
-    } else {
-        unsigned long long v = *(const unsigned long long *)(uintptr_t)a.origin;
-        unsigned long long c = *(const unsigned long long *)(uintptr_t)a.compare;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
+    return v;
+}
 
-        *(unsigned long long *)(uintptr_t)a.result = gpuic_dev_cas64_scoped(same_gpu, t, c, v);
+__device__ static inline void agent_store_release(uint64_t *word, uint64_t v)
+{
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(word), "l"(v) : "memory");
+}
+
+__device__ static inline uint64_t agent_now(void)
+{
+    uint64_t t;
+
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* Executes command @p c with the 32 lanes of the warp. */
+__device__ static inline void agent_exec(const mpix_gpuic_agent_cmd_t *c, unsigned lane)
+{
+    bool same_gpu = (c->flags & MPIX_GPUIC_STREAM_SAME_GPU) != 0;
+
+    switch (c->what) {
+    case MPIX_GPUIC_AGENT_PUT:
+        gpuic_dev_copy((char *)(uintptr_t)c->target, (const char *)(uintptr_t)c->origin,
+                       c->count, lane, 32);
+        break;
+    case MPIX_GPUIC_AGENT_GET:
+        gpuic_dev_copy((char *)(uintptr_t)c->result, (const char *)(uintptr_t)c->target,
+                       c->count, lane, 32);
+        break;
+    case MPIX_GPUIC_AGENT_ACC: {
+        acc_args_t a;
+        size_t esize = c->type == MPIX_DEVICE_INT32 || c->type == MPIX_DEVICE_UINT32 ||
+                               c->type == MPIX_DEVICE_FLOAT
+                           ? 4
+                           : 8;
+
+        a.origin = c->origin;
+        a.result = c->result;
+        a.type = c->type;
+        a.op = c->op;
+        for (uint64_t i = lane; i < c->count; i += 32) {
+            host_acc_elem(a, same_gpu, (char *)(uintptr_t)c->target + i * esize, i);
+        }
+        break;
+    }
+    case MPIX_GPUIC_AGENT_CAS:
+        if (lane == 0) {
+            host_cas(same_gpu, c->type, c->target, c->origin, c->compare, c->result);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/*
+ * The agent: one warp, launched with the ring.  Lane 0 watches the next slot; the warp
+ * executes each command, then lane 0 publishes it done.  After MPIX_GPUIC_AGENT_IDLE_NS
+ * without a command, or at an exit command, it stops.
+ */
+extern "C" __global__ void mpix_gpuic_k_agent(mpix_gpuic_agent_ring_t *ring)
+{
+    gpuic_dev_stream_prologue();
+
+    const unsigned full = 0xffffffffu;
+    unsigned lane = threadIdx.x;
+    uint64_t next = *(volatile uint64_t *)&ring->done + 1;
+    uint64_t idle_since = agent_now();
+
+    for (;;) {
+        const mpix_gpuic_agent_cmd_t *c = &ring->cmd[next % MPIX_GPUIC_AGENT_SLOTS];
+        uint64_t seq = lane == 0 ? agent_load_acquire(&c->seq) : 0;
+        int stop = 0;
+
+        seq = __shfl_sync(full, seq, 0);
+        if (seq == next) {
+            /* lane 0's acquire orders the command for the whole warp (the warp barrier
+             * orders memory among its lanes), and every lane's writes before done */
+            __syncwarp();
+            if (c->what == MPIX_GPUIC_AGENT_EXIT) {
+                if (lane == 0) {
+                    agent_store_release(&ring->done, next);
+                    agent_store_release(&ring->state, MPIX_GPUIC_AGENT_STOPPED);
+                }
+                return;
+            }
+            agent_exec(c, lane);
+            __syncwarp();
+            if (lane == 0) {
+                __threadfence_system();
+                agent_store_release(&ring->done, next);
+            }
+            ++next;
+            idle_since = agent_now();
+            continue;
+        }
+        if (agent_now() - idle_since < MPIX_GPUIC_AGENT_IDLE_NS) {
+            continue;
+        }
+        if (lane == 0) {
+            agent_store_release(&ring->state, MPIX_GPUIC_AGENT_STOPPING);
+            __threadfence_system(); /* the state store before the last look at the slot */
+            if (agent_load_acquire(&c->seq) == next) {
+                agent_store_release(&ring->state, MPIX_GPUIC_AGENT_RUNNING);
+            } else {
+                agent_store_release(&ring->state, MPIX_GPUIC_AGENT_STOPPED);
+                stop = 1;
+            }
+        }
+        if (__shfl_sync(full, stop, 0)) {
+            return;
+        }
+        idle_since = agent_now();
     }
 }

@@ -38,6 +38,7 @@ static const char *const ompi_osc_gpuic_stream_names[MPIX_GPUIC_K_COUNT] = {
     [MPIX_GPUIC_K_COPY_SMALL] = "mpix_gpuic_k_copy_small",
     [MPIX_GPUIC_K_HOST_ACC] = "mpix_gpuic_k_host_acc",
     [MPIX_GPUIC_K_HOST_CAS] = "mpix_gpuic_k_host_cas",
+    [MPIX_GPUIC_K_AGENT] = "mpix_gpuic_k_agent",
 };
 
 /* Loaded kernels: one module per context, found by a short linear search. */

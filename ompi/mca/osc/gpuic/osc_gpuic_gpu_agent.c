@@ -1,0 +1,215 @@
+/*
+ * The window agent: a warp of the component's kernel image (mpix_gpuic_k_agent) that executes
+ * the small device work of host calls on a window from a ring of commands in mapped pinned
+ * memory (mpix_gpuic_stream_layout.h has the ring and its protocol).  A host call writes a
+ * command and waits for the agent's done word: a round trip through host memory, where a
+ * kernel launch and a stream synchronization would cost several times that.  The agent runs
+ * on a stream of its own (it would hold up the window's stream while resident), stops after
+ * an idle period, and is launched again by the next command that finds it stopped.
+ *
+ * Everything here runs under module->gpu_lock.
+ */
+#include "ompi_config.h"
+
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mpi.h"
+
+#include "osc_gpuic.h"
+#include "osc_gpuic_stream.h"
+
+#ifdef OMPI_OSC_GPUIC_HAVE_STREAM
+
+/* Spins on the done word before waits also yield the core. */
+#define OMPI_OSC_GPUIC_AGENT_SPINS 4096
+
+struct ompi_osc_gpuic_agent {
+    mpix_gpuic_agent_ring_t *ring;  /* mapped pinned memory */
+    void                    *stream;
+    uint64_t                posted; /* the last command published */
+};
+
+static int ompi_osc_gpuic_agent_create(ompi_osc_gpuic_module_t *module)
+{
+    ompi_osc_gpuic_agent_t *agent = calloc(1, sizeof(*agent));
+    void *ring = NULL;
+
+    if (agent == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    if (gpuic_cuda_host_alloc(sizeof(mpix_gpuic_agent_ring_t), &ring) != GPUIC_OK ||
+        gpuic_cuda_stream_create(&agent->stream) != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: cannot set up the window agent (pinned "
+                  "memory or a CUDA stream)", ompi_comm_rank(module->comm), module->id);
+        gpuic_cuda_host_free(ring);
+        free(agent);
+        return MPI_ERR_OTHER;
+    }
+    memset(ring, 0, sizeof(mpix_gpuic_agent_ring_t));
+    agent->ring = ring;
+    module->gpu_agent = agent;
+    return OMPI_SUCCESS;
+}
+
+/* Reads a word the agent writes (acquire: what it wrote before it comes with it). */
+static inline uint64_t ompi_osc_gpuic_agent_load(const uint64_t *word)
+{
+    return __atomic_load_n(word, __ATOMIC_ACQUIRE);
+}
+
+/* Waits until the agent has executed command @p seq; MPI_ERR_OTHER past osc_gpuic_timeout
+ * (the agent is gone: its kernel failed, or the device is lost). */
+static int ompi_osc_gpuic_agent_wait(ompi_osc_gpuic_module_t *module, uint64_t seq)
+{
+    ompi_osc_gpuic_agent_t *agent = module->gpu_agent;
+    double timeout = gpuic_context_timeout(mca_osc_gpuic_component.ctx);
+    uint64_t start = 0;
+    unsigned spins = 0;
+
+    while (ompi_osc_gpuic_agent_load(&agent->ring->done) < seq) {
+        if (++spins < OMPI_OSC_GPUIC_AGENT_SPINS) {
+            continue;
+        }
+        /* a long wait (a busy GPU): give the core away between looks */
+        if (start == 0) {
+            start = gpuic_context_now_ns();
+        } else if (timeout > 0 && (double)(gpuic_context_now_ns() - start) > timeout * 1e9) {
+            gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: the window agent did not execute "
+                      "command %llu within %.0f s (osc_gpuic_timeout)",
+                      ompi_comm_rank(module->comm), module->id, (unsigned long long)seq,
+                      timeout);
+            return MPI_ERR_OTHER;
+        }
+        sched_yield();
+    }
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_agent_begin(ompi_osc_gpuic_module_t *module, mpix_gpuic_agent_cmd_t **cmd_p)
+{
+    ompi_osc_gpuic_agent_t *agent;
+    uint64_t seq;
+    int rc;
+
+    if (module->gpu_agent == NULL) {
+        rc = ompi_osc_gpuic_agent_create(module);
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+    }
+    agent = module->gpu_agent;
+    seq = agent->posted + 1;
+    /* the slot is free once the command that used it last is done */
+    if (seq > MPIX_GPUIC_AGENT_SLOTS) {
+        rc = ompi_osc_gpuic_agent_wait(module, seq - MPIX_GPUIC_AGENT_SLOTS);
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+    }
+    *cmd_p = &agent->ring->cmd[seq % MPIX_GPUIC_AGENT_SLOTS];
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_agent_commit(ompi_osc_gpuic_module_t *module, uint64_t *seq_p)
+{
+    ompi_osc_gpuic_agent_t *agent = module->gpu_agent;
+    mpix_gpuic_agent_ring_t *ring = agent->ring;
+    uint64_t seq = agent->posted + 1;
+    void *arg = ring;
+    int rc = OMPI_SUCCESS;
+
+    /* the command's fields and bytes before its seq (release), and the seq before the look at
+     * the agent's state (the full fence of the stopping protocol) */
+    __atomic_store_n(&ring->cmd[seq % MPIX_GPUIC_AGENT_SLOTS].seq, seq, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    agent->posted = seq;
+    if (ompi_osc_gpuic_agent_load(&ring->state) == MPIX_GPUIC_AGENT_STOPPED) {
+        __atomic_store_n(&ring->state, MPIX_GPUIC_AGENT_RUNNING, __ATOMIC_RELEASE);
+        rc = ompi_osc_gpuic_stream_launch(MPIX_GPUIC_K_AGENT, 1, 32, agent->stream, &arg);
+        if (rc != OMPI_SUCCESS) {
+            __atomic_store_n(&ring->state, MPIX_GPUIC_AGENT_STOPPED, __ATOMIC_RELEASE);
+            gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: cannot launch the window agent",
+                      ompi_comm_rank(module->comm), module->id);
+        }
+    }
+    *seq_p = seq;
+    return rc;
+}
+
+int ompi_osc_gpuic_agent_call(ompi_osc_gpuic_module_t *module)
+{
+    uint64_t seq = 0;
+    int rc = ompi_osc_gpuic_agent_commit(module, &seq);
+
+    return rc == OMPI_SUCCESS ? ompi_osc_gpuic_agent_wait(module, seq) : rc;
+}
+
+int ompi_osc_gpuic_agent_drain(ompi_osc_gpuic_module_t *module)
+{
+    if (module->gpu_agent == NULL) {
+        return OMPI_SUCCESS;
+    }
+    return ompi_osc_gpuic_agent_wait(module, module->gpu_agent->posted);
+}
+
+void ompi_osc_gpuic_agent_release(ompi_osc_gpuic_module_t *module)
+{
+    ompi_osc_gpuic_agent_t *agent = module->gpu_agent;
+    mpix_gpuic_agent_cmd_t *cmd = NULL;
+
+    if (agent == NULL) {
+        return;
+    }
+    /* a running agent executes what it has, then the exit command; a stopped one is gone */
+    if (ompi_osc_gpuic_agent_load(&agent->ring->state) != MPIX_GPUIC_AGENT_STOPPED &&
+        ompi_osc_gpuic_agent_begin(module, &cmd) == OMPI_SUCCESS) {
+        uint64_t seq = 0;
+
+        cmd->what = MPIX_GPUIC_AGENT_EXIT;
+        (void)ompi_osc_gpuic_agent_commit(module, &seq);
+    }
+    (void)gpuic_cuda_stream_synchronize(agent->stream);
+    gpuic_cuda_stream_destroy(agent->stream);
+    gpuic_cuda_host_free(agent->ring);
+    free(agent);
+    module->gpu_agent = NULL;
+}
+
+#else /* !OMPI_OSC_GPUIC_HAVE_STREAM: no kernel image, no agent */
+
+int ompi_osc_gpuic_agent_begin(ompi_osc_gpuic_module_t *module, mpix_gpuic_agent_cmd_t **cmd_p)
+{
+    (void)module;
+    *cmd_p = NULL;
+    return MPI_ERR_UNSUPPORTED_OPERATION;
+}
+
+int ompi_osc_gpuic_agent_commit(ompi_osc_gpuic_module_t *module, uint64_t *seq_p)
+{
+    (void)module;
+    *seq_p = 0;
+    return MPI_ERR_UNSUPPORTED_OPERATION;
+}
+
+int ompi_osc_gpuic_agent_call(ompi_osc_gpuic_module_t *module)
+{
+    (void)module;
+    return MPI_ERR_UNSUPPORTED_OPERATION;
+}
+
+int ompi_osc_gpuic_agent_drain(ompi_osc_gpuic_module_t *module)
+{
+    (void)module;
+    return OMPI_SUCCESS;
+}
+
+void ompi_osc_gpuic_agent_release(ompi_osc_gpuic_module_t *module)
+{
+    (void)module;
+}
+
+#endif /* OMPI_OSC_GPUIC_HAVE_STREAM */
