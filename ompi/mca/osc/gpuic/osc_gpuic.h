@@ -618,6 +618,18 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
                             const void *origin, const void *compare, void *result,
                             struct ompi_datatype_t *dt, int *rc_p);
 
+/**
+ * A put or get of at most MPIX_GPUIC_AGENT_INLINE (448) bytes between @p local (host memory,
+ * or device memory when @p local_dev) and @p remote, GPU window memory this process maps, by
+ * the window agent (osc_gpuic_gpu_agent.c; takes module->gpu_lock).  A put returns once its
+ * bytes are in the command (complete at the next ompi_osc_gpuic_agent_drain); a get returns
+ * with the data.
+ */
+int ompi_osc_gpuic_agent_copy(ompi_osc_gpuic_module_t *module, bool is_put, void *local,
+                              bool local_dev, size_t len, void *remote);
+/** Waits until every command of the window agent is done (completion points; takes
+ *  module->gpu_lock). */
+int ompi_osc_gpuic_agent_complete(ompi_osc_gpuic_module_t *module);
 /** Stops the window agent and frees it (window free; osc_gpuic_gpu_agent.c). */
 void ompi_osc_gpuic_agent_release(ompi_osc_gpuic_module_t *module);
 

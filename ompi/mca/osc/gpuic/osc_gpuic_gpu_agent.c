@@ -51,7 +51,7 @@ static int ompi_osc_gpuic_agent_create(ompi_osc_gpuic_module_t *module)
     }
     memset(ring, 0, sizeof(mpix_gpuic_agent_ring_t));
     agent->ring = ring;
-    module->gpu_agent = agent;
+    __atomic_store_n(&module->gpu_agent, agent, __ATOMIC_RELEASE);
     return OMPI_SUCCESS;
 }
 
@@ -156,6 +156,51 @@ int ompi_osc_gpuic_agent_drain(ompi_osc_gpuic_module_t *module)
     return ompi_osc_gpuic_agent_wait(module, module->gpu_agent->posted);
 }
 
+int ompi_osc_gpuic_agent_complete(ompi_osc_gpuic_module_t *module)
+{
+    int rc;
+
+    if (__atomic_load_n(&module->gpu_agent, __ATOMIC_ACQUIRE) == NULL) {
+        return OMPI_SUCCESS; /* never used: nothing to wait for, no lock taken */
+    }
+    opal_mutex_lock(&module->gpu_lock);
+    rc = ompi_osc_gpuic_agent_drain(module);
+    opal_mutex_unlock(&module->gpu_lock);
+    return rc;
+}
+
+int ompi_osc_gpuic_agent_copy(ompi_osc_gpuic_module_t *module, bool is_put, void *local,
+                              bool local_dev, size_t len, void *remote)
+{
+    mpix_gpuic_agent_cmd_t *cmd = NULL;
+    uint64_t seq = 0;
+    int rc;
+
+    opal_mutex_lock(&module->gpu_lock);
+    rc = ompi_osc_gpuic_agent_begin(module, &cmd);
+    if (rc == OMPI_SUCCESS) {
+        cmd->what = is_put ? MPIX_GPUIC_AGENT_PUT : MPIX_GPUIC_AGENT_GET;
+        cmd->flags = 0;
+        cmd->count = len;
+        cmd->target = (uint64_t)(uintptr_t)remote;
+        /* host bytes travel in the command; device memory is read or written in place */
+        if (is_put) {
+            if (!local_dev) {
+                memcpy(cmd->data, local, len);
+            }
+            cmd->origin = (uint64_t)(uintptr_t)(local_dev ? local : (void *)cmd->data);
+        } else {
+            cmd->result = (uint64_t)(uintptr_t)(local_dev ? local : (void *)cmd->data);
+        }
+        rc = is_put ? ompi_osc_gpuic_agent_commit(module, &seq) : ompi_osc_gpuic_agent_call(module);
+        if (rc == OMPI_SUCCESS && !is_put && !local_dev) {
+            memcpy(local, cmd->data, len);
+        }
+    }
+    opal_mutex_unlock(&module->gpu_lock);
+    return rc;
+}
+
 void ompi_osc_gpuic_agent_release(ompi_osc_gpuic_module_t *module)
 {
     ompi_osc_gpuic_agent_t *agent = module->gpu_agent;
@@ -205,6 +250,19 @@ int ompi_osc_gpuic_agent_drain(ompi_osc_gpuic_module_t *module)
 {
     (void)module;
     return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_agent_complete(ompi_osc_gpuic_module_t *module)
+{
+    (void)module;
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_agent_copy(ompi_osc_gpuic_module_t *module, bool is_put, void *local,
+                              bool local_dev, size_t len, void *remote)
+{
+    (void)module, (void)is_put, (void)local, (void)local_dev, (void)len, (void)remote;
+    return MPI_ERR_UNSUPPORTED_OPERATION;
 }
 
 void ompi_osc_gpuic_agent_release(ompi_osc_gpuic_module_t *module)
