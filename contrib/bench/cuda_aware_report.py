@@ -111,7 +111,11 @@ def main(argv):
         if comp == "floor":
             print(f"| {measure} | {size_text(size)} | "
                   f"{'n/a' if value is None else f'{value:.3f}'} | {unit} |")
-    present = {c for c, _, _ in cells}
+    for (comp, measure, size), (value, unit) in cells.items():
+        if measure == "error":
+            print()
+            print(f"{comp}: error: {unit}")
+    present = {c for c, m, _ in cells if m != "error"}
     missing = [c for c in GPUIC + [PEER, "floor"] if c not in present]
     if missing:
         print()

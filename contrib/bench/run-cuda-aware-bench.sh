@@ -67,8 +67,8 @@ fi
 if [ -n "$nv" ] && [ -f "$nv/include/nvshmem.h" ]; then
     echo "== NVSHMEM host API ($nv)"
     # the wheel ships libnvshmem_host.so.N only: give the linker the unversioned name
-    [ -e "$nv/lib/libnvshmem_host.so" ] ||
-        ln -sf "$(ls "$nv"/lib/libnvshmem_host.so.* | head -1)" "$out/libnvshmem_host.so"
+    so=$(ls "$nv"/lib/libnvshmem_host.so.* 2>/dev/null | head -1)
+    [ -e "$nv/lib/libnvshmem_host.so" ] || [ -z "$so" ] || ln -sf "$so" "$out/libnvshmem_host.so"
     nvbuild() {
         nvcc -arch=sm_90 -O2 -rdc=true -DOMPI_SKIP_MPICXX -I"$nv/include" $(mpicc --showme:compile) \
             "$@" "$top/contrib/bench/nvshmem_host_bench.cu" -o "$out/nvshmem_host_bench" -L"$out" \
