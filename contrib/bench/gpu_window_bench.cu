@@ -206,32 +206,24 @@ int main(int argc, char **argv)
                                      win);
                 MPI_Win_flush(1, win);
             }), "us");
-        /* bandwidth: k operations of SIZE bytes then one flush, k*SIZE at most 16 MiB (or
-         * SIZE itself), bytes per second of the whole loop */
+        /* bandwidth: op_bw's k operations of SIZE bytes then one flush */
         for (size = min_bw; size <= max_bytes; size *= 2) {
-            size_t k = size >= (16u << 20) ? 1 : (16u << 20) / size;
             int n = (int)size, c = (int)(size / sizeof(double));
+            auto flush = [&] { MPI_Win_flush(1, win); };
 
-            if (k > 16) k = 16;
-            row("put_bw", size, k * size / op_us(iters, row_seconds, [&] {
-                    for (size_t j = 0; j < k; ++j)
-                        MPI_Put((char *)origin + j * size, n, MPI_BYTE, 1, (MPI_Aint)(j * size), n,
-                                MPI_BYTE, win);
-                    MPI_Win_flush(1, win);
-                }) / 1e3, "GB/s");
-            row("get_bw", size, k * size / op_us(iters, row_seconds, [&] {
-                    for (size_t j = 0; j < k; ++j)
-                        MPI_Get((char *)result + j * size, n, MPI_BYTE, 1, (MPI_Aint)(j * size), n,
-                                MPI_BYTE, win);
-                    MPI_Win_flush(1, win);
-                }) / 1e3, "GB/s");
+            row("put_bw", size, op_bw(size, iters, row_seconds, [&](size_t j) {
+                    MPI_Put((char *)origin + j * size, n, MPI_BYTE, 1, (MPI_Aint)(j * size), n,
+                            MPI_BYTE, win);
+                }, flush), "GB/s");
+            row("get_bw", size, op_bw(size, iters, row_seconds, [&](size_t j) {
+                    MPI_Get((char *)result + j * size, n, MPI_BYTE, 1, (MPI_Aint)(j * size), n,
+                            MPI_BYTE, win);
+                }, flush), "GB/s");
             if (size == max_bytes) {
-                row("acc_bw", size, k * size / op_us(iters, row_seconds, [&] {
-                        for (size_t j = 0; j < k; ++j)
-                            MPI_Accumulate((char *)origin + j * size, c, MPI_DOUBLE, 1,
-                                           (MPI_Aint)(j * size), c, MPI_DOUBLE, MPI_SUM, win);
-                        MPI_Win_flush(1, win);
-                    }) / 1e3, "GB/s");
+                row("acc_bw", size, op_bw(size, iters, row_seconds, [&](size_t j) {
+                        MPI_Accumulate((char *)origin + j * size, c, MPI_DOUBLE, 1,
+                                       (MPI_Aint)(j * size), c, MPI_DOUBLE, MPI_SUM, win);
+                    }, flush), "GB/s");
             }
         }
     }

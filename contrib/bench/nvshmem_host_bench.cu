@@ -35,6 +35,7 @@
 #include <nvshmem.h>
 #include <nvshmemx.h>
 
+#include "nvshmem_peer.h"
 #include "op_time.h"
 
 static int rank;
@@ -42,19 +43,14 @@ static FILE *csv;
 
 static void row(const char *measure, size_t size, double value, const char *unit)
 {
-    if (rank != 0) return;
-    printf("%-12s %-14s %10zu %12.3f %s\n", "nvshmem_host", measure, size, value, unit);
-    if (csv) {
-        fprintf(csv, "nvshmem_host,%s,%zu,%.4f,%s\n", measure, size, value, unit);
-        fflush(csv);
-    }
+    if (rank == 0) nvshmem_peer_row(csv, "nvshmem_host", measure, size, value, unit);
 }
 
 /* A row with no figure: the CSV's value is NA and its unit column says why. */
 static void row_none(const char *measure, size_t size, const char *why)
 {
     if (rank != 0) return;
-    printf("%-12s %-14s %10zu %12s %s\n", "nvshmem_host", measure, size, "-", why);
+    printf("%-12s %-24s %10zu %12s %s\n", "nvshmem_host", measure, size, "-", why);
     if (csv) {
         fprintf(csv, "nvshmem_host,%s,%zu,NA,%s\n", measure, size, why);
         fflush(csv);
@@ -63,12 +59,10 @@ static void row_none(const char *measure, size_t size, const char *why)
 
 int main(int argc, char **argv)
 {
-    int nranks, iters = 1000, ndev = 0, atomics = 0, peer, i;
+    int nranks, iters = 1000, atomics = 0, peer, i;
     size_t min_bw = 1u << 20, max_bytes = 64u << 20, region, size, mib = 1u << 20;
     double row_seconds = 0.5;
     const char *csv_path = NULL;
-    nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
-    nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
     char *dst, *src;
     int64_t *counter;
 
@@ -94,12 +88,7 @@ int main(int argc, char **argv)
     if (min_bw < 8) min_bw = 8;
     /* the bandwidth loops touch max(16 MiB, --max-bytes) of each of source and destination */
     region = max_bytes > (16u << 20) ? max_bytes : 16u << 20;
-    cudaGetDeviceCount(&ndev);
-    cudaSetDevice(rank % (ndev > 0 ? ndev : 1));
-    if (rank == 0) nvshmemx_get_uniqueid(&id);
-    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-    nvshmemx_set_attr_uniqueid_args(rank, nranks, &id, &attr);
-    nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr);
+    nvshmem_peer_init(rank, nranks);
     if (rank == 0 && csv_path) csv = fopen(csv_path, "a");
     peer = 1 - rank;
 
@@ -172,19 +161,12 @@ int main(int argc, char **argv)
                 nvshmem_getmem(src, dst, mib, peer);
             }), "us");
         for (size = min_bw; size <= max_bytes; size *= 2) {
-            size_t k = size >= (16u << 20) ? 1 : (16u << 20) / size;
-
-            if (k > 16) k = 16;
-            row("put_bw", size, k * size / op_us(iters, row_seconds, [&] {
-                    for (size_t j = 0; j < k; ++j)
-                        nvshmem_putmem_nbi(dst + j * size, src + j * size, size, peer);
-                    nvshmem_quiet();
-                }) / 1e3, "GB/s");
-            row("get_bw", size, k * size / op_us(iters, row_seconds, [&] {
-                    for (size_t j = 0; j < k; ++j)
-                        nvshmem_getmem_nbi(src + j * size, dst + j * size, size, peer);
-                    nvshmem_quiet();
-                }) / 1e3, "GB/s");
+            row("put_bw", size, op_bw(size, iters, row_seconds, [&](size_t j) {
+                    nvshmem_putmem_nbi(dst + j * size, src + j * size, size, peer);
+                }, [] { nvshmem_quiet(); }), "GB/s");
+            row("get_bw", size, op_bw(size, iters, row_seconds, [&](size_t j) {
+                    nvshmem_getmem_nbi(src + j * size, dst + j * size, size, peer);
+                }, [] { nvshmem_quiet(); }), "GB/s");
         }
     }
     nvshmem_barrier_all();

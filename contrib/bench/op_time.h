@@ -5,6 +5,7 @@
 #ifndef GPUIC_BENCH_OP_TIME_H
 #define GPUIC_BENCH_OP_TIME_H
 
+#include <stddef.h>
 #include <time.h>
 
 /* Seconds on a monotonic clock. */
@@ -35,6 +36,21 @@ template <class F> static double op_us(int max_reps, double row_seconds, F body)
     t = op_time_now();
     for (i = 0; i < reps; ++i) body();
     return (op_time_now() - t) / reps * 1e6;
+}
+
+/* GB/s of operations of @p size bytes issued k at a time then completed together: OP(j) issues
+ * the j-th of them (j < k), COMPLETE waits for all; k x size is 16 MiB (at most 16 operations),
+ * or one operation of a larger size.  Repetitions as op_us. */
+template <class OP, class COMPLETE>
+static double op_bw(size_t size, int max_reps, double row_seconds, OP op, COMPLETE complete)
+{
+    size_t k = size >= ((size_t)16 << 20) ? 1 : ((size_t)16 << 20) / size;
+
+    if (k > 16) k = 16;
+    return k * size / op_us(max_reps, row_seconds, [&] {
+               for (size_t j = 0; j < k; ++j) op(j);
+               complete();
+           }) / 1e3;
 }
 
 #endif

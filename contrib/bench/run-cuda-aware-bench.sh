@@ -38,17 +38,7 @@ echo "== building"
 make -C "$build/contrib/bench" gpu_window_bench cuda_floor_bench >"$out/build.log" 2>&1 ||
     { echo "build failed: see $out/build.log"; tail -20 "$out/build.log"; exit 1; }
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_mca_base_component_path="SYS_DEFAULT:$build/stage/lib/openmpi"
-mpirun=(mpirun -np 2 --oversubscribe --bind-to none)
-
-eval "$("$top/contrib/mps.sh" start)"
-[ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mpirun+=(-x CUDA_MPS_PIPE_DIRECTORY)
-if pgrep -f '^nvidia-cuda-mps-control' >/dev/null 2>&1; then
-    echo "MPS: daemon running, pipe directory ${CUDA_MPS_PIPE_DIRECTORY:-default (/tmp/nvidia-mps)}"
-else
-    echo "MPS: NOT running: the two ranks share the GPU time-sliced"
-fi | tee "$out/mps.txt"
+. "$top/contrib/bench/mpirun-env.sh"
 
 for flavor in allocate create; do
     echo "== gpuic, host MPI calls on a GPU window (MPI_Win_$flavor), device buffers (D D)"

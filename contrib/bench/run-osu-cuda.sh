@@ -76,16 +76,8 @@ stubs=
     >"$out/osu_build.log" 2>&1 || { echo "OSU build failed: see $out/osu_build.log"; tail -20 "$out/osu_build.log"; exit 1; }
 bindir="$osu_build/c/mpi/one-sided"
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_mca_base_component_path="SYS_DEFAULT:$build/stage/lib/openmpi"
-mpirun=(mpirun -np 2 --oversubscribe --bind-to none --mca osc gpuic)
-eval "$("$top/contrib/mps.sh" start)"
-[ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mpirun+=(-x CUDA_MPS_PIPE_DIRECTORY)
-if pgrep -f '^nvidia-cuda-mps-control' >/dev/null 2>&1; then
-    echo "MPS: daemon running"
-else
-    echo "MPS: not running (the two ranks' kernels are time-sliced)"
-fi
+. "$top/contrib/bench/mpirun-env.sh"
+mpirun+=(--mca osc gpuic)
 
 summary="$out/summary.txt"
 : >"$summary"

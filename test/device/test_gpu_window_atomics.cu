@@ -125,31 +125,6 @@ static void buf_read(int odev, void *host, const void *buf, size_t bytes)
     else memcpy(host, buf, bytes);
 }
 
-static int win_make(int flavor, void **dev_p, void **owned_p, MPI_Win *win)
-{
-    size_t bytes = WIN_ELEMS * 8;
-    MPI_Info info;
-    int rc;
-
-    *owned_p = NULL;
-    if (flavor == MPI_WIN_FLAVOR_ALLOCATE) {
-        MPI_Info_create(&info);
-        MPI_Info_set(info, "mpi_assert_memory_alloc_kinds", "cuda:device");
-        rc = MPI_Win_allocate((MPI_Aint)bytes, 8, info, MPI_COMM_WORLD, dev_p, win);
-        MPI_Info_free(&info);
-    } else {
-        *owned_p = *dev_p = dev_alloc(bytes);
-        rc = MPI_Win_create(*dev_p, (MPI_Aint)bytes, 8, MPI_INFO_NULL, MPI_COMM_WORLD, win);
-    }
-    if (rc == MPI_SUCCESS) {
-        MPI_Win_set_errhandler(*win, MPI_ERRORS_RETURN);
-        CUDA_CHECK(cudaMemset(*dev_p, 0, bytes));
-        CUDA_CHECK(cudaDeviceSynchronize());
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    return rc;
-}
-
 /* What one pass's host calls fetched, per target: MPI_Get_accumulate's old values
  * [t][round][e] and MPI_Fetch_and_op's [t][round]. */
 struct host_fetched {
@@ -430,7 +405,7 @@ static void run_pass(MPI_Win win, MPIX_Win_device h, void *dev, int odev, int co
 int main(int argc, char **argv)
 {
     int flavors[2] = {MPI_WIN_FLAVOR_ALLOCATE, MPI_WIN_FLAVOR_CREATE}, f, odev, concurrent;
-    int before, failed = 0;
+    int before, mine, failed = 0;
 
     if (!device_test_init(&argc, &argv, "test_gpu_window_atomics", &rank, &nranks)) {
         return 77;
@@ -444,7 +419,8 @@ int main(int argc, char **argv)
                 MPI_Win win;
 
                 before = mpi_test_failures;
-                if (win_make(flavors[f], &dev, &owned, &win) != MPI_SUCCESS) {
+                if (device_test_gpu_window(flavors[f], WIN_ELEMS * 8, 8, &dev, &owned, &win) !=
+                    MPI_SUCCESS) {
                     CHECK(!"GPU window creation failed");
                     if (owned != NULL) CUDA_CHECK(cudaFree(owned));
                     continue;
@@ -453,8 +429,8 @@ int main(int argc, char **argv)
                 if (h != NULL) run_pass(win, h, dev, odev, concurrent);
                 CHECK(MPI_Win_free(&win) == MPI_SUCCESS);
                 if (owned != NULL) CUDA_CHECK(cudaFree(owned));
-                before = mpi_test_failures - before;
-                MPI_Allreduce(&before, &failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+                mine = mpi_test_failures - before;
+                MPI_Allreduce(&mine, &failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
                 if (rank == 0) {
                     printf("%s epoch%s, MPI_Win_%s, %s origin: %s\n",
                            concurrent ? "one" : "separate", concurrent ? "" : "s",
