@@ -10,7 +10,7 @@
 #                                      [--timeout S]
 #   --src        OSU micro-benchmarks source tarball (6.x or 7.x: c/mpi/one-sided layout)
 #   --max-bytes  largest message (-m), default 4194304
-#   --iters      iterations (-i) of each size; warm-up (-x) is a tenth of it; default 50
+#   --iters      iterations (-i) of each size; warm-up (-x) is a tenth of it; default 20
 #   --timeout    seconds one run may take before it counts as failed (a hang), default 60
 # A run passes when mpirun exits 0 and the benchmark printed a result row for its largest size.
 # Exit status: 0 when every run passed.
@@ -20,7 +20,7 @@ build=${GPUIC_BUILD_DIR:-$top/_build}
 src=
 out="$top/bench-results/osu-$(date +%Y%m%d-%H%M%S)"
 max_bytes=4194304
-iters=50
+iters=20
 syncs="lock_all flush fence pscw"
 pairs="DD DH HD"
 timeout_s=60
@@ -107,8 +107,9 @@ for b in osu_put_latency osu_get_latency osu_put_bw osu_get_bw osu_acc_latency o
             for s in $syncs; do
                 name="$b.${p}.$w.$s"
                 log="$out/logs/$name.log"
-                timeout -k 10 "$timeout_s" "${mpirun[@]}" "$bindir/$b" -d cuda "${p:0:1}" "${p:1:1}" \
-                    -w "$w" -s "$s" "${sizes[@]}" -i "$iters" -x "$warm" >"$log" 2>&1
+                # OSU stops reading options at the first operand: the buffer pair goes last
+                timeout -k 10 "$timeout_s" "${mpirun[@]}" "$bindir/$b" -d cuda -w "$w" -s "$s" \
+                    "${sizes[@]}" -i "$iters" -x "$warm" "${p:0:1}" "${p:1:1}" >"$log" 2>&1
                 rc=$?
                 # the last line of a complete run is the row of its largest size (or the
                 # single row of fop/cas): a number first, then a figure
@@ -122,7 +123,10 @@ for b in osu_put_latency osu_get_latency osu_put_bw osu_get_bw osu_acc_latency o
                     [ $rc -eq 124 ] && why="timed out after ${timeout_s}s"
                     echo "FAIL $b -d cuda ${p:0:1} ${p:1:1} -w $w -s $s: $why (log $log)$note" |
                         tee -a "$summary"
-                    grep -m3 -i 'error\|abort\|fail' "$log" | sed 's/^/    /' | tee -a "$summary"
+                    # the benchmark's own first lines of complaint, not mpirun's banner
+                    grep -v -e '^---' -e '^ *$' -e 'mpirun\|Primary job\|Per user-direction' \
+                        -e 'Process name\|Exit code\|non-zero\|job has been\|^#' "$log" |
+                        head -3 | sed 's/^/    /' | tee -a "$summary"
                     fail=$((fail + 1))
                 fi
             done
