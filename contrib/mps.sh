@@ -6,6 +6,8 @@
 #                                     # (GPUIC_MPS_ANY_GPUS=1: whatever the GPU count, for
 #                                     # more ranks than GPUs)
 #   contrib/mps.sh stop              # stops the daemon this script started, and waits for it
+#   contrib/mps.sh status            # one line: whether a daemon runs, and its pipe directory
+#                                     # (CUDA_MPS_PIPE_DIRECTORY as the caller exported it)
 set -u
 pipe=${CUDA_MPS_PIPE_DIRECTORY:-/tmp/gpuic-mps}
 logd=${CUDA_MPS_LOG_DIRECTORY:-/tmp/gpuic-mps-log}
@@ -47,6 +49,14 @@ start)
     CUDA_MPS_PIPE_DIRECTORY=$pipe CUDA_MPS_LOG_DIRECTORY=$logd nvidia-cuda-mps-control -d &&
         touch "$pipe/.started-by-gpuic" && echo "$exports"
     ;;
+status)
+    if [ -n "$(mps_pids)" ]; then
+        echo "MPS: daemon running, pipe directory ${CUDA_MPS_PIPE_DIRECTORY:-default (/tmp/nvidia-mps)}"
+    else
+        echo "MPS: NOT running: the ranks' kernels are time-sliced, so a row where kernels of two" \
+             "processes wait for each other shows the time slice, not the latency"
+    fi
+    ;;
 stop)
     if [ -f "$pipe/.started-by-gpuic" ]; then
         echo quit | CUDA_MPS_PIPE_DIRECTORY=$pipe nvidia-cuda-mps-control
@@ -55,7 +65,7 @@ stop)
     fi
     ;;
 *)
-    echo "usage: $0 start|stop" >&2
+    echo "usage: $0 start|stop|status" >&2
     exit 2
     ;;
 esac

@@ -4,18 +4,24 @@
  * drives under MPI_Win_lock_all, rank 1's window is the target.
  *
  *   mpirun -np 2 --mca osc NAME gpu_window_bench [--origin host|cuda] [--flavor allocate|create]
- *                                                 [--iters N] [--max-bytes N] [--csv FILE]
- *                                                 [--label NAME]
+ *                                                 [--iters N] [--min-bw-bytes N] [--max-bytes N]
+ *                                                 [--row-seconds S] [--csv FILE] [--label NAME]
  *
  * The window: MPI_Win_allocate with mpi_assert_memory_alloc_kinds=cuda:device (allocate), or
- * MPI_Win_create on cudaMalloc memory (create).  Rows, in device_bench's format:
- *   put_flush 8        MPI_Put + MPI_Win_flush (us)
- *   get_flush 8        MPI_Get + MPI_Win_flush (us)
- *   acc_flush SIZE     MPI_Accumulate (MPI_SUM, MPI_DOUBLE) + flush, 8 B and 1 MiB (us)
- *   fop_flush 8        MPI_Fetch_and_op (MPI_SUM, int64) + flush (us)
- *   cas_flush 8        MPI_Compare_and_swap (int64) + flush (us)
- *   put_bw SIZE        16 puts then one flush (GB/s), 8 B .. --max-bytes by powers of 4
- *   get_bw SIZE        16 gets then one flush (GB/s)
+ * MPI_Win_create on cudaMalloc memory (create).  The origin buffers (and fetch_and_op /
+ * compare_and_swap operands) are in device memory with --origin cuda.  Rows, in
+ * device_bench's format:
+ *   put_flush 8, 1 MiB  MPI_Put + MPI_Win_flush (us)
+ *   get_flush 8, 1 MiB  MPI_Get + MPI_Win_flush (us)
+ *   acc_flush 8, 1 MiB  MPI_Accumulate (MPI_SUM, MPI_DOUBLE) + flush (us)
+ *   fop_flush 8         MPI_Fetch_and_op (MPI_SUM, int64) + flush (us)
+ *   cas_flush 8         MPI_Compare_and_swap (int64) + flush (us)
+ *   put_bw SIZE         k puts of SIZE then one flush, k*SIZE = 16 MiB or SIZE (at most 16
+ *                       operations) (GB/s), --min-bw-bytes (1 MiB) .. --max-bytes (64 MiB) by 2
+ *   get_bw SIZE         the same with gets (GB/s)
+ *   acc_bw MAX          the same with MPI_Accumulate (MPI_SUM, MPI_DOUBLE) at --max-bytes (GB/s)
+ * Each row repeats its operation --iters times (default 1000), or fewer where that would take
+ * longer than --row-seconds (default 0.5): a slow path costs seconds, not minutes.
  * Before timing, one put and one get are checked on known data; a component that cannot
  * create the window or moves wrong data gets one row "error" and no timings.
  */
@@ -27,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "op_time.h"
+
 static FILE *csv;
 static const char *label = "gpuic";
 
@@ -37,6 +45,8 @@ static void row(const char *measure, size_t size, double value, const char *unit
         fprintf(csv, "%s,%s,%zu,%.4f,%s\n", label, measure, size, value, unit);
     }
 }
+
+static double row_seconds = 0.5;
 
 static void *buffer(int cuda, size_t bytes)
 {
@@ -76,12 +86,11 @@ static int first_byte(int cuda, const void *p)
 int main(int argc, char **argv)
 {
     int rank, nranks, i, iters = 1000, ocuda = 0, create = 0, ok = 1, rc;
-    size_t max_bytes = 16u << 20, win_bytes, size;
+    size_t min_bw = 1u << 20, max_bytes = 64u << 20, win_bytes, size;
     const char *csv_path = NULL;
     void *wbase = NULL, *owned = NULL, *origin, *result;
     MPI_Win win;
     MPI_Info info;
-    double t;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -90,6 +99,9 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc)
             max_bytes = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--min-bw-bytes") && i + 1 < argc)
+            min_bw = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--row-seconds") && i + 1 < argc) row_seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
         else if (!strcmp(argv[i], "--label") && i + 1 < argc) label = argv[++i];
         else if (!strcmp(argv[i], "--origin") && i + 1 < argc) ocuda = !strcmp(argv[++i], "cuda");
@@ -103,9 +115,11 @@ int main(int argc, char **argv)
     }
     if (rank == 0 && csv_path != NULL) csv = fopen(csv_path, "a");
     if (max_bytes < (1u << 20)) max_bytes = 1u << 20;
-    win_bytes = max_bytes * 16;
-    origin = buffer(ocuda, max_bytes * 16);
-    result = buffer(ocuda, max_bytes * 16);
+    if (min_bw < 8) min_bw = 8;
+    /* the bandwidth loops touch max(16 MiB, --max-bytes); the atomics use the last 64 bytes */
+    win_bytes = (max_bytes > (16u << 20) ? max_bytes : 16u << 20) + 64;
+    origin = buffer(ocuda, win_bytes);
+    result = buffer(ocuda, win_bytes);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     if (create) {
         owned = wbase = buffer(1, win_bytes);
@@ -135,6 +149,7 @@ int main(int argc, char **argv)
              MPI_Win_flush(1, win) == MPI_SUCCESS && first_byte(ocuda, result) == 0x5a;
     }
     MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    fill(ocuda, origin, 0, win_bytes); /* zeros: the accumulates add 0.0 */
     if (!ok) {
         if (rank == 0) row("error", 0, 0, "wrong data");
         MPI_Win_unlock_all(win);
@@ -143,55 +158,73 @@ int main(int argc, char **argv)
         return 0;
     }
     if (rank == 0) {
-        int64_t one = 1, cmp = 0, got = 0;
+        /* fetch_and_op / compare_and_swap operands live where the origin buffers do */
+        int64_t *one = (int64_t *)((char *)origin + win_bytes - 64);
+        int64_t *cmp = one + 1, *got = (int64_t *)((char *)result + win_bytes - 64);
+        size_t mib = (size_t)1 << 20;
+        int nd = (int)(mib / sizeof(double));
 
-#define TIME_LOOP(measure, bytes, body)                                                    \
-    do {                                                                                   \
-        for (i = 0; i < iters / 10 + 1; ++i) { body; }                                     \
-        t = MPI_Wtime();                                                                   \
-        for (i = 0; i < iters; ++i) { body; }                                              \
-        row(measure, bytes, (MPI_Wtime() - t) / iters * 1e6, "us");                        \
-    } while (0)
-        TIME_LOOP("put_flush", 8, MPI_Put(origin, 8, MPI_BYTE, 1, 0, 8, MPI_BYTE, win);
-                  MPI_Win_flush(1, win));
-        TIME_LOOP("get_flush", 8, MPI_Get(result, 8, MPI_BYTE, 1, 0, 8, MPI_BYTE, win);
-                  MPI_Win_flush(1, win));
-        TIME_LOOP("acc_flush", 8, MPI_Accumulate(origin, 1, MPI_DOUBLE, 1, 0, 1, MPI_DOUBLE,
-                                                 MPI_SUM, win); MPI_Win_flush(1, win));
-        {
-            int n = (1 << 20) / 8, saved = iters;
+        if (ocuda) {
+            const int64_t ops[2] = {1, 0};
 
-            iters = iters / 10 + 1;
-            TIME_LOOP("acc_flush", 1u << 20, MPI_Accumulate(origin, n, MPI_DOUBLE, 1, 0, n,
-                                                            MPI_DOUBLE, MPI_SUM, win);
-                      MPI_Win_flush(1, win));
-            iters = saved;
+            cudaMemcpy(one, ops, sizeof(ops), cudaMemcpyHostToDevice);
+        } else {
+            *one = 1;
+            *cmp = 0;
         }
-        TIME_LOOP("fop_flush", 8, MPI_Fetch_and_op(&one, &got, MPI_INT64_T, 1, 64, MPI_SUM, win);
-                  MPI_Win_flush(1, win));
-        TIME_LOOP("cas_flush", 8, MPI_Compare_and_swap(&one, &cmp, &got, MPI_INT64_T, 1, 64, win);
-                  MPI_Win_flush(1, win));
-        for (size = 8; size <= max_bytes; size *= 4) {
-            int reps = size >= (1u << 20) ? 10 : 100, r, k;
+        row("put_flush", 8, op_us(iters, row_seconds, [&] {
+                MPI_Put(origin, 8, MPI_BYTE, 1, 0, 8, MPI_BYTE, win);
+                MPI_Win_flush(1, win);
+            }), "us");
+        row("get_flush", 8, op_us(iters, row_seconds, [&] {
+                MPI_Get(result, 8, MPI_BYTE, 1, 0, 8, MPI_BYTE, win);
+                MPI_Win_flush(1, win);
+            }), "us");
+        row("put_flush", mib, op_us(iters, row_seconds, [&] {
+                MPI_Put(origin, (int)mib, MPI_BYTE, 1, 0, (int)mib, MPI_BYTE, win);
+                MPI_Win_flush(1, win);
+            }), "us");
+        row("get_flush", mib, op_us(iters, row_seconds, [&] {
+                MPI_Get(result, (int)mib, MPI_BYTE, 1, 0, (int)mib, MPI_BYTE, win);
+                MPI_Win_flush(1, win);
+            }), "us");
+        row("acc_flush", 8, op_us(iters, row_seconds, [&] {
+                MPI_Accumulate(origin, 1, MPI_DOUBLE, 1, 0, 1, MPI_DOUBLE, MPI_SUM, win);
+                MPI_Win_flush(1, win);
+            }), "us");
+        row("acc_flush", mib, op_us(iters, row_seconds, [&] {
+                MPI_Accumulate(origin, nd, MPI_DOUBLE, 1, 0, nd, MPI_DOUBLE, MPI_SUM, win);
+                MPI_Win_flush(1, win);
+            }), "us");
+        row("fop_flush", 8, op_us(iters, row_seconds, [&] {
+                MPI_Fetch_and_op(one, got, MPI_INT64_T, 1, (MPI_Aint)(win_bytes - 64), MPI_SUM,
+                                 win);
+                MPI_Win_flush(1, win);
+            }), "us");
+        row("cas_flush", 8, op_us(iters, row_seconds, [&] {
+                MPI_Compare_and_swap(one, cmp, got, MPI_INT64_T, 1, (MPI_Aint)(win_bytes - 64),
+                                     win);
+                MPI_Win_flush(1, win);
+            }), "us");
+        /* bandwidth: op_bw's k operations of SIZE bytes then one flush */
+        for (size = min_bw; size <= max_bytes; size *= 2) {
+            int n = (int)size, c = (int)(size / sizeof(double));
+            auto flush = [&] { MPI_Win_flush(1, win); };
 
-            t = MPI_Wtime();
-            for (r = 0; r < reps; ++r) {
-                for (k = 0; k < 16; ++k) {
-                    MPI_Put((char *)origin + k * size, (int)size, MPI_BYTE, 1, (MPI_Aint)(k * size),
-                            (int)size, MPI_BYTE, win);
-                }
-                MPI_Win_flush(1, win);
+            row("put_bw", size, op_bw(size, iters, row_seconds, [&](size_t j) {
+                    MPI_Put((char *)origin + j * size, n, MPI_BYTE, 1, (MPI_Aint)(j * size), n,
+                            MPI_BYTE, win);
+                }, flush), "GB/s");
+            row("get_bw", size, op_bw(size, iters, row_seconds, [&](size_t j) {
+                    MPI_Get((char *)result + j * size, n, MPI_BYTE, 1, (MPI_Aint)(j * size), n,
+                            MPI_BYTE, win);
+                }, flush), "GB/s");
+            if (size == max_bytes) {
+                row("acc_bw", size, op_bw(size, iters, row_seconds, [&](size_t j) {
+                        MPI_Accumulate((char *)origin + j * size, c, MPI_DOUBLE, 1,
+                                       (MPI_Aint)(j * size), c, MPI_DOUBLE, MPI_SUM, win);
+                    }, flush), "GB/s");
             }
-            row("put_bw", size, (double)size * 16 * reps / (MPI_Wtime() - t) / 1e9, "GB/s");
-            t = MPI_Wtime();
-            for (r = 0; r < reps; ++r) {
-                for (k = 0; k < 16; ++k) {
-                    MPI_Get((char *)result + k * size, (int)size, MPI_BYTE, 1, (MPI_Aint)(k * size),
-                            (int)size, MPI_BYTE, win);
-                }
-                MPI_Win_flush(1, win);
-            }
-            row("get_bw", size, (double)size * 16 * reps / (MPI_Wtime() - t) / 1e9, "GB/s");
         }
     }
     MPI_Win_unlock_all(win);

@@ -16,17 +16,14 @@
 #include <nvshmem.h>
 #include <nvshmemx.h>
 
+#include "nvshmem_peer.h"
+
 static int rank;
 static FILE *csv;
 
 static void row(const char *measure, size_t size, double value, const char *unit)
 {
-    if (rank != 0) return;
-    printf("%-6s %-20s %10zu %12.3f %s\n", "nvshmem", measure, size, value, unit);
-    if (csv) {
-        fprintf(csv, "nvshmem,%s,%zu,%.4f,%s\n", measure, size, value, unit);
-        fflush(csv);
-    }
+    if (rank == 0) nvshmem_peer_row(csv, "nvshmem", measure, size, value, unit);
 }
 
 __device__ static inline uint64_t now_ns(void)
@@ -117,11 +114,9 @@ static uint64_t read_ns(uint64_t *d)
 
 int main(int argc, char **argv)
 {
-    int nranks, iters = 20000, ndev = 0;
+    int nranks, iters = 20000;
     size_t max_bytes = 16u << 20, sym_bytes;
     const char *csv_path = NULL;
-    nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
-    nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -136,12 +131,7 @@ int main(int argc, char **argv)
      * only ever grows the heap */
     if (max_bytes < 8) max_bytes = 8;
     sym_bytes = max_bytes > (16u << 20) ? max_bytes : (16u << 20);
-    cudaGetDeviceCount(&ndev);
-    cudaSetDevice(rank % (ndev > 0 ? ndev : 1));
-    if (rank == 0) nvshmemx_get_uniqueid(&id);
-    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-    nvshmemx_set_attr_uniqueid_args(rank, nranks, &id, &attr);
-    nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr);
+    nvshmem_peer_init(rank, nranks);
     if (rank == 0 && csv_path) csv = fopen(csv_path, "a");
     int peer = 1 - rank;
 

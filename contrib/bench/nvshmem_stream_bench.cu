@@ -21,6 +21,8 @@
 #include <nvshmem.h>
 #include <nvshmemx.h>
 
+#include "nvshmem_peer.h"
+
 #define GRAPH_REPLAYS 1000
 
 static int rank;
@@ -28,12 +30,7 @@ static FILE *csv;
 
 static void row(const char *measure, size_t size, double value, const char *unit)
 {
-    if (rank != 0) return;
-    printf("%-6s %-24s %10zu %12.3f %s\n", "nvshmem", measure, size, value, unit);
-    if (csv) {
-        fprintf(csv, "nvshmem,%s,%zu,%.4f,%s\n", measure, size, value, unit);
-        fflush(csv);
-    }
+    if (rank == 0) nvshmem_peer_row(csv, "nvshmem", measure, size, value, unit);
 }
 
 static double now_us(void)
@@ -50,10 +47,8 @@ __global__ void k_touch_dev(uint64_t *p)
 
 int main(int argc, char **argv)
 {
-    int nranks, iters = 20000, ndev = 0;
+    int nranks, iters = 20000;
     const char *csv_path = NULL;
-    nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
-    nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
     cudaStream_t s;
     double t0;
 
@@ -64,12 +59,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
     }
-    cudaGetDeviceCount(&ndev);
-    cudaSetDevice(rank % (ndev > 0 ? ndev : 1));
-    if (rank == 0) nvshmemx_get_uniqueid(&id);
-    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-    nvshmemx_set_attr_uniqueid_args(rank, nranks, &id, &attr);
-    nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr);
+    nvshmem_peer_init(rank, nranks);
     if (rank == 0 && csv_path) csv = fopen(csv_path, "a");
     int peer = 1 - rank;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);

@@ -27,19 +27,7 @@ mkdir -p "$out"
 csv="$out/results.csv"
 echo "component,measure,size,value,unit" >"$csv"
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_mca_base_component_path="SYS_DEFAULT:$build/stage/lib/openmpi"
-mpirun=(mpirun -np 2 --oversubscribe --bind-to none)
-
-eval "$("$top/contrib/mps.sh" start)"
-[ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mpirun+=(-x CUDA_MPS_PIPE_DIRECTORY)
-# by command line: the daemon's process name is cut to 15 characters
-if pgrep -f '^nvidia-cuda-mps-control' >/dev/null 2>&1; then
-    echo "MPS: daemon running, pipe directory ${CUDA_MPS_PIPE_DIRECTORY:-default (/tmp/nvidia-mps)}"
-else
-    echo "MPS: NOT running: the two ranks' kernels are time-sliced, so rows where both spin" \
-         "(ping-pong, epochs) show the time slice, not the latency"
-fi | tee "$out/mps.txt"
+. "$top/contrib/bench/mpirun-env.sh"
 
 echo "== gpuic device API (P2P path) and floors"
 "${mpirun[@]}" --mca osc gpuic "$build/contrib/bench/device_bench" --iters "$iters" --csv "$csv"

@@ -44,4 +44,38 @@ static inline int device_test_init(int *argc, char ***argv, const char *name, in
     return 1;
 }
 
+/*
+ * A window on @p bytes of device memory of displacement unit @p disp_unit over MPI_COMM_WORLD:
+ * MPI_Win_allocate with mpi_assert_memory_alloc_kinds=cuda:device (MPI_WIN_FLAVOR_ALLOCATE),
+ * or MPI_Win_create on cudaMalloc memory that *owned_p then holds for the caller to free (NULL
+ * otherwise).  On success the window returns its errors and its memory is zeroed on every rank
+ * (a barrier follows).  Returns the creation's status.
+ */
+static inline int device_test_gpu_window(int flavor, size_t bytes, int disp_unit, void **dev_p,
+                                         void **owned_p, MPI_Win *win)
+{
+    MPI_Info info;
+    int rc;
+
+    *owned_p = NULL;
+    if (flavor == MPI_WIN_FLAVOR_ALLOCATE) {
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "mpi_assert_memory_alloc_kinds", "cuda:device");
+        rc = MPI_Win_allocate((MPI_Aint)bytes, disp_unit, info, MPI_COMM_WORLD, dev_p, win);
+        MPI_Info_free(&info);
+    } else {
+        CUDA_CHECK(cudaMalloc(owned_p, bytes));
+        *dev_p = *owned_p;
+        rc = MPI_Win_create(*dev_p, (MPI_Aint)bytes, disp_unit, MPI_INFO_NULL, MPI_COMM_WORLD,
+                            win);
+    }
+    if (rc == MPI_SUCCESS) {
+        MPI_Win_set_errhandler(*win, MPI_ERRORS_RETURN);
+        CUDA_CHECK(cudaMemset(*dev_p, 0, bytes));
+        CUDA_CHECK(cudaDeviceSynchronize());
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    return rc;
+}
+
 #endif /* GPUIC_DEVICE_TEST_H */

@@ -49,29 +49,9 @@ static void *dev_alloc(size_t bytes)
 /* Window of 4 blocks of N doubles plus a counter area, in device memory. */
 static int win_make(int flavor, void **dev_p, void **owned_p, MPI_Win *win)
 {
-    size_t bytes = (4 * N + 64) * sizeof(double);
-    MPI_Info info;
-    int rc;
-
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    *owned_p = NULL;
-    if (flavor == MPI_WIN_FLAVOR_ALLOCATE) {
-        MPI_Info_create(&info);
-        MPI_Info_set(info, "mpi_assert_memory_alloc_kinds", "cuda:device");
-        rc = MPI_Win_allocate((MPI_Aint)bytes, sizeof(double), info, MPI_COMM_WORLD, dev_p, win);
-        MPI_Info_free(&info);
-    } else {
-        *owned_p = *dev_p = dev_alloc(bytes);
-        rc = MPI_Win_create(*dev_p, (MPI_Aint)bytes, sizeof(double), MPI_INFO_NULL,
-                            MPI_COMM_WORLD, win);
-    }
-    if (rc == MPI_SUCCESS) {
-        MPI_Win_set_errhandler(*win, MPI_ERRORS_RETURN);
-        CUDA_CHECK(cudaMemset(*dev_p, 0, bytes));
-        CUDA_CHECK(cudaDeviceSynchronize());
-        MPI_Barrier(MPI_COMM_WORLD);
-    }
-    return rc;
+    return device_test_gpu_window(flavor, (4 * N + 64) * sizeof(double), sizeof(double), dev_p,
+                                  owned_p, win);
 }
 
 static void check_paths(MPI_Win win)
