@@ -570,6 +570,10 @@ gpuic_status_t gpuic_cuda_stream_synchronize(void *stream)
     if (!gpuic_cuda_available()) {
         return GPUIC_ERR_NO_DEVICE;
     }
+    /* any thread of the program may complete a window's copies, one without a context too */
+    if (gpuic_cuda_ensure_context() != GPUIC_OK) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
     return gpuic_cuda_check(gpuic_cuda.stream_synchronize((CUstream)stream),
                             "cuStreamSynchronize");
 }
@@ -578,7 +582,7 @@ gpuic_status_t gpuic_cuda_stream_query(void *stream)
 {
     CUresult r;
 
-    if (!gpuic_cuda_available()) {
+    if (!gpuic_cuda_available() || gpuic_cuda_ensure_context() != GPUIC_OK) {
         return GPUIC_ERR_NO_DEVICE;
     }
     r = gpuic_cuda.stream_query((CUstream)stream);

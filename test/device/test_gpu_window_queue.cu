@@ -10,9 +10,12 @@
  *   - MPI_Win_flush_local, then the origin buffer refilled and put again elsewhere: the first
  *     put must carry the first contents;
  *   - a put then a get of the same block across a flush (the get sees the put);
- *   - exclusive lock/unlock, fence and post/start/complete/wait epochs.
+ *   - exclusive lock/unlock, fence and post/start/complete/wait epochs;
+ *   - under MPI_THREAD_MULTIPLE, threads without a CUDA context of their own each putting many
+ *     pieces, flushing and reading them back with MPI_Rget at the same time.
  * Window memory is read back with cudaMemcpy after a barrier and checked element by element.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +30,7 @@
 #define LARGE0 4096    /* the large block */
 #define AUX0 (LARGE0 + LN) /* second area: rput/rget, flush_local, epochs */
 #define WIN_N (AUX0 + LN)
+#define NT 4           /* threads of the threads phase */
 
 enum { ORIGIN_PAGEABLE, ORIGIN_PINNED, ORIGIN_DEVICE, ORIGIN_KINDS };
 static const char *kind_name[ORIGIN_KINDS] = {"pageable", "pinned", "device"};
@@ -270,14 +274,73 @@ static void phase_epochs(MPI_Win win, double *mem, int kind)
     buf_free(kind, dst);
 }
 
+typedef struct thread_arg {
+    MPI_Win win;
+    double *src, *dst; /* this thread's n elements, in main-thread allocations */
+    size_t off, n;     /* its part of the window */
+    int bad;           /* calls that failed */
+} thread_arg_t;
+
+/* NB puts of the thread's part, a flush, then an rget of it completed by MPI_Wait. */
+static void *thread_body(void *p)
+{
+    thread_arg_t *a = (thread_arg_t *)p;
+    size_t piece = a->n / NB;
+    MPI_Request req;
+    int k;
+
+    for (k = 0; k < NB; ++k) {
+        a->bad += MPI_Put(a->src + k * piece, (int)piece, MPI_DOUBLE, right,
+                          (MPI_Aint)(a->off + k * piece), (int)piece, MPI_DOUBLE,
+                          a->win) != MPI_SUCCESS;
+    }
+    a->bad += MPI_Win_flush(right, a->win) != MPI_SUCCESS;
+    a->bad += MPI_Rget(a->dst, (int)a->n, MPI_DOUBLE, right, (MPI_Aint)a->off, (int)a->n,
+                       MPI_DOUBLE, a->win, &req) != MPI_SUCCESS;
+    a->bad += MPI_Wait(&req, MPI_STATUS_IGNORE) != MPI_SUCCESS;
+    return NULL;
+}
+
+/* NT threads put into their own parts of the right neighbour's second area at once. */
+static void phase_threads(MPI_Win win, double *mem, int kind)
+{
+    thread_arg_t arg[NT];
+    pthread_t tid[NT];
+    int t;
+
+    CHECK(MPI_Win_lock_all(0, win) == MPI_SUCCESS);
+    for (t = 0; t < NT; ++t) {
+        arg[t].win = win;
+        arg[t].n = LN / NT;
+        arg[t].off = AUX0 + (size_t)t * arg[t].n;
+        arg[t].src = buf_alloc(kind, arg[t].n);
+        arg[t].dst = buf_alloc(kind, arg[t].n);
+        arg[t].bad = 0;
+        buf_fill(kind, arg[t].src, arg[t].n, rank, 20 + t);
+    }
+    for (t = 0; t < NT; ++t) CHECK(pthread_create(&tid[t], NULL, thread_body, &arg[t]) == 0);
+    for (t = 0; t < NT; ++t) CHECK(pthread_join(tid[t], NULL) == 0);
+    for (t = 0; t < NT; ++t) {
+        CHECK(arg[t].bad == 0);
+        CHECK(buf_mismatches(arg[t].dst, arg[t].n, rank, 20 + t) == 0);
+    }
+    CHECK(MPI_Win_unlock_all(win) == MPI_SUCCESS);
+    for (t = 0; t < NT; ++t) {
+        CHECK(win_mismatches(mem, arg[t].off, arg[t].n, left, 20 + t) == 0);
+        buf_free(kind, arg[t].src);
+        buf_free(kind, arg[t].dst);
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Info info;
     MPI_Win win;
     double *mem = NULL;
-    int kind;
+    int kind, provided = MPI_THREAD_SINGLE;
 
-    if (!device_test_init(&argc, &argv, "test_gpu_window_queue", &rank, &nranks)) {
+    if (!device_test_init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided,
+                                 "test_gpu_window_queue", &rank, &nranks)) {
         return 77;
     }
     right = (rank + 1) % nranks;
@@ -291,6 +354,9 @@ int main(int argc, char **argv)
         return mpi_test_finish("test_gpu_window_queue");
     }
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    if (rank == 0 && provided != MPI_THREAD_MULTIPLE) {
+        printf("test_gpu_window_queue: no MPI_THREAD_MULTIPLE: threads phase skipped\n");
+    }
     for (kind = 0; kind < ORIGIN_KINDS; ++kind) {
         int before = mpi_test_failures;
 
@@ -298,6 +364,9 @@ int main(int argc, char **argv)
         phase_requests(win, mem, kind);
         phase_flush_local(win, mem, kind);
         phase_epochs(win, mem, kind);
+        if (provided == MPI_THREAD_MULTIPLE) {
+            phase_threads(win, mem, kind);
+        }
         if (mpi_test_failures > before) {
             fprintf(stderr, "rank %d: failures with %s origin buffers\n", rank, kind_name[kind]);
         }

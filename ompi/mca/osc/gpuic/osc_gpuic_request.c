@@ -27,7 +27,8 @@ typedef struct ompi_osc_gpuic_request {
 } ompi_osc_gpuic_request_t;
 
 /* Requests waiting for a window's stream, and how many windows hold a registration of their
- * poller (registered while any does; every such window is freed before the component is). */
+ * poller: registered while any does, and given back at the window's free, like the component's
+ * own progress hook. */
 static pthread_mutex_t ompi_osc_gpuic_gpu_req_lock = PTHREAD_MUTEX_INITIALIZER;
 static ompi_osc_gpuic_request_t *ompi_osc_gpuic_gpu_req_pending;
 static int ompi_osc_gpuic_gpu_req_windows;
@@ -129,7 +130,8 @@ int ompi_osc_gpuic_request_flush_ep(struct ompi_win_t *win, gpuic_ep_t *ep,
 }
 
 /* opal_progress hook: completes the pending requests whose stream work is done, asking the
- * driver once per window and pass.  Another thread polling already is enough. */
+ * driver without waiting, and not again in the pass for the next request of a window whose
+ * stream was busy.  Another thread polling already is enough. */
 static int ompi_osc_gpuic_request_gpu_progress(void)
 {
     ompi_osc_gpuic_request_t **link, *req;
