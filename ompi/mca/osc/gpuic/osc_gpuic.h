@@ -198,7 +198,7 @@ typedef struct ompi_osc_gpuic_module {
     /* Device work of host calls (osc_gpuic_gpu.c): the window's own stream, created on first
      * use, and the mapped pinned buffer the accumulate kernels read and write. */
     opal_mutex_t               gpu_lock;    /**< guards the four fields below */
-    void                       *gpu_stream; /**< set once under gpu_lock; read atomically */
+    void                       *gpu_stream; /**< set once under gpu_lock; read atomically too */
     char                       *gpu_stage;
     size_t                     gpu_stage_len;
     int                        gpu_same;    /**< 1: every window memory is on this GPU; -1: unknown */
@@ -208,7 +208,8 @@ typedef struct ompi_osc_gpuic_module {
      * returns on the strength of another thread's unfinished synchronization. */
     uint64_t                   gpu_queued;
     uint64_t                   gpu_synced;
-    bool                       gpu_polled;  /**< holds a registration of the request poller */
+    /** Holds a registration of the request poller (guarded by osc_gpuic_request.c's lock). */
+    bool                       gpu_polled;
     /** Every process maps every peer's window and state block, so accumulates and state-word
      *  atomics use CPU atomics on the mappings.  Decided collectively at creation: every origin
      *  must use the same kind of atomics on a word, or atomicity is lost. */
@@ -754,8 +755,8 @@ int ompi_osc_gpuic_request_flush_ep(struct ompi_win_t *win, gpuic_ep_t *ep,
 int ompi_osc_gpuic_request_completed(struct ompi_win_t *win, struct ompi_request_t **request);
 /**
  * Creates a request for @p win that completes once the window's stream has run the work it
- * had when ompi_osc_gpuic_gpu_ticket() returned @p ticket (noticed by opal_progress, or at once
- * when a synchronization covered it already).
+ * had when ompi_osc_gpuic_gpu_ticket() returned @p ticket, as the next opal_progress call after
+ * that notices (a synchronization that covered it, or the stream found idle).
  */
 int ompi_osc_gpuic_request_gpu(struct ompi_win_t *win, ompi_osc_gpuic_module_t *module,
                                uint64_t ticket, struct ompi_request_t **request);
