@@ -37,9 +37,10 @@ static const char *kind_name[ORIGIN_KINDS] = {"pageable", "pinned", "device"};
 
 static int rank, nranks, right, left;
 
+/* Distinct for every rank, fill number (below 100) and element (below 1e6), and exact. */
 static double value(int r, int k, size_t i)
 {
-    return 1e7 * (r + 1) + 1e4 * k + (double)i;
+    return 1e8 * (r + 1) + 1e6 * k + (double)i;
 }
 
 static double *buf_alloc(int kind, size_t n)
