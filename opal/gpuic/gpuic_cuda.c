@@ -48,6 +48,7 @@ typedef struct gpuic_cuda_api {
     CUresult (*pointer_get_attribute)(void *, CUpointer_attribute, CUdeviceptr);
     CUresult (*pointer_get_attributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
     CUresult (*stream_synchronize)(CUstream);
+    CUresult (*stream_query)(CUstream);
     CUresult (*mem_alloc)(CUdeviceptr *, size_t);
     CUresult (*mem_free)(CUdeviceptr);
     CUresult (*mem_get_address_range)(CUdeviceptr *, size_t *, CUdeviceptr);
@@ -132,6 +133,7 @@ static int gpuic_cuda_load(void)
         {"cuPointerGetAttribute", (void **)&gpuic_cuda.pointer_get_attribute},
         {"cuPointerGetAttributes", (void **)&gpuic_cuda.pointer_get_attributes},
         {"cuStreamSynchronize", (void **)&gpuic_cuda.stream_synchronize},
+        {"cuStreamQuery", (void **)&gpuic_cuda.stream_query},
         {"cuMemAlloc_v2", (void **)&gpuic_cuda.mem_alloc},
         {"cuMemFree_v2", (void **)&gpuic_cuda.mem_free},
         {"cuMemGetAddressRange_v2", (void **)&gpuic_cuda.mem_get_address_range},
@@ -568,8 +570,23 @@ gpuic_status_t gpuic_cuda_stream_synchronize(void *stream)
     if (!gpuic_cuda_available()) {
         return GPUIC_ERR_NO_DEVICE;
     }
+    /* any thread of the program may complete a window's copies, one without a context too */
+    if (gpuic_cuda_ensure_context() != GPUIC_OK) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
     return gpuic_cuda_check(gpuic_cuda.stream_synchronize((CUstream)stream),
                             "cuStreamSynchronize");
+}
+
+gpuic_status_t gpuic_cuda_stream_query(void *stream)
+{
+    CUresult r;
+
+    if (!gpuic_cuda_available() || gpuic_cuda_ensure_context() != GPUIC_OK) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
+    r = gpuic_cuda.stream_query((CUstream)stream);
+    return r == CUDA_ERROR_NOT_READY ? GPUIC_INPROGRESS : gpuic_cuda_check(r, "cuStreamQuery");
 }
 
 gpuic_status_t gpuic_cuda_memcpy_async(void *dst, const void *src, size_t len, void *stream)
@@ -579,6 +596,10 @@ gpuic_status_t gpuic_cuda_memcpy_async(void *dst, const void *src, size_t len, v
     }
     if (len == 0) {
         return GPUIC_OK;
+    }
+    /* a thread of the program that never used CUDA has no context for the stream yet */
+    if (gpuic_cuda_ensure_context() != GPUIC_OK) {
+        return GPUIC_ERR_NO_DEVICE;
     }
     return gpuic_cuda_check(gpuic_cuda.memcpy_async((CUdeviceptr)(uintptr_t)dst,
                                                     (CUdeviceptr)(uintptr_t)src, len,
@@ -885,6 +906,11 @@ gpuic_status_t gpuic_cuda_stream_create(void **stream_p)
 }
 void gpuic_cuda_stream_destroy(void *stream) { (void)stream; }
 gpuic_status_t gpuic_cuda_stream_synchronize(void *stream)
+{
+    (void)stream;
+    return GPUIC_ERR_NO_DEVICE;
+}
+gpuic_status_t gpuic_cuda_stream_query(void *stream)
 {
     (void)stream;
     return GPUIC_ERR_NO_DEVICE;

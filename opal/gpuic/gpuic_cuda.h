@@ -162,8 +162,19 @@ void gpuic_cuda_stream_destroy(void *stream);
 /** Waits until everything issued to @p stream is done. */
 gpuic_status_t gpuic_cuda_stream_synchronize(void *stream);
 
-/** Queues a copy of @p len bytes on @p stream (unified addresses: either side may be host or
- *  device memory); complete once the stream is synchronized. */
+/**
+ * Whether everything issued to @p stream is done, without waiting.
+ * @return GPUIC_OK when it is, GPUIC_INPROGRESS while work is pending, an error when the
+ *         stream's work failed or there is no driver.
+ */
+gpuic_status_t gpuic_cuda_stream_query(void *stream);
+
+/**
+ * Queues a copy of @p len bytes on @p stream (unified addresses: either side may be host or
+ * device memory); complete once the stream is synchronized.  As cuMemcpyAsync, a copy to or
+ * from pageable host memory may be done, or its source read, before the call returns; only
+ * the synchronization promises either.
+ */
 gpuic_status_t gpuic_cuda_memcpy_async(void *dst, const void *src, size_t len, void *stream);
 
 /** Allocates pinned host memory mapped into every context's device address space at the same

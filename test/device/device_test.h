@@ -22,17 +22,11 @@
         }                                                                                    \
     } while (0)
 
-/*
- * MPI_Init, this process's rank and size, and a device for it (its rank modulo the visible
- * devices).  Returns 0 where no device is visible, having printed "NAME: no CUDA device: SKIP"
- * (rank 0) and finalized MPI: the caller then exits with 77, the harness's code for a skip.
- */
-static inline int device_test_init(int *argc, char ***argv, const char *name, int *rank,
-                                   int *nranks)
+/* What follows MPI's initialization in device_test_init() and device_test_init_thread(). */
+static inline int device_test_start(const char *name, int *rank, int *nranks)
 {
     int ndev = 0;
 
-    MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     MPI_Comm_size(MPI_COMM_WORLD, nranks);
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
@@ -42,6 +36,27 @@ static inline int device_test_init(int *argc, char ***argv, const char *name, in
     }
     CUDA_CHECK(cudaSetDevice(*rank % ndev));
     return 1;
+}
+
+/*
+ * MPI_Init, this process's rank and size, and a device for it (its rank modulo the visible
+ * devices).  Returns 0 where no device is visible, having printed "NAME: no CUDA device: SKIP"
+ * (rank 0) and finalized MPI: the caller then exits with 77, the harness's code for a skip.
+ */
+static inline int device_test_init(int *argc, char ***argv, const char *name, int *rank,
+                                   int *nranks)
+{
+    MPI_Init(argc, argv);
+    return device_test_start(name, rank, nranks);
+}
+
+/* device_test_init() with MPI_Init_thread: *provided is the thread level MPI gives. */
+static inline int device_test_init_thread(int *argc, char ***argv, int required,
+                                          int *provided, const char *name, int *rank,
+                                          int *nranks)
+{
+    MPI_Init_thread(argc, argv, required, provided);
+    return device_test_start(name, rank, nranks);
 }
 
 /*

@@ -200,11 +200,19 @@ typedef struct ompi_osc_gpuic_module {
     /* Device work of host calls (osc_gpuic_gpu.c): the window's own stream, created on first
      * use, and the mapped pinned buffer the accumulate kernels read and write. */
     opal_mutex_t               gpu_lock;    /**< guards the four fields below */
-    void                       *gpu_stream;
+    void                       *gpu_stream; /**< set once under gpu_lock; read atomically too */
     char                       *gpu_stage;
     size_t                     gpu_stage_len;
     int                        gpu_same;    /**< 1: every window memory is on this GPU; -1: unknown */
     struct ompi_osc_gpuic_agent *gpu_agent; /**< the window agent, or NULL (gpu_agent.c) */
+    /* Work host calls queued on gpu_stream, and how much of it a completed synchronization of
+     * the stream covered (atomics, not gpu_lock): a completion point with nothing new to cover
+     * costs no driver call.  Counts, like ucx_issued and ucx_flushed, so that a thread never
+     * returns on the strength of another thread's unfinished synchronization. */
+    uint64_t                   gpu_queued;
+    uint64_t                   gpu_synced;
+    /** Holds a registration of the request poller (guarded by osc_gpuic_request.c's lock). */
+    bool                       gpu_polled;
     /** Every process maps every peer's window and state block, so accumulates and state-word
      *  atomics use CPU atomics on the mappings.  Decided collectively at creation: every origin
      *  must use the same kind of atomics on a word, or atomicity is lost. */
@@ -598,6 +606,77 @@ int ompi_osc_gpuic_gpu_stage(ompi_osc_gpuic_module_t *module, size_t len, char *
 /** Whether every process's window memory is on the GPU of the current context (device-scope
  *  atomics then suffice); the caller holds module->gpu_lock. */
 bool ompi_osc_gpuic_gpu_all_same(ompi_osc_gpuic_module_t *module);
+/** Raises *counter to at least @p value (never lowers it: flushes and synchronizations may
+ *  finish out of order). */
+static inline void ompi_osc_gpuic_counter_raise(uint64_t *counter, uint64_t value)
+{
+    uint64_t cur = __atomic_load_n(counter, __ATOMIC_ACQUIRE);
+
+    while (cur < value && !__atomic_compare_exchange_n(counter, &cur, value, false,
+                                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    }
+}
+/**
+ * A put or get of at most MPIX_GPUIC_AGENT_INLINE (448) bytes between @p local (host memory,
+ * or device memory when @p local_dev) and @p remote, GPU window memory this process maps, by
+ * the window agent (osc_gpuic_gpu_agent.c; takes module->gpu_lock).  A put returns once its
+ * bytes are in the command (complete at the next ompi_osc_gpuic_agent_drain); a get returns
+ * with the data.
+ */
+/** Whether a put or get of @p len bytes may go to the window agent (it exists in this build,
+ *  osc_gpuic_gpu_agent is true, and the bytes fit in a command). */
+bool ompi_osc_gpuic_agent_fits(size_t len);
+int ompi_osc_gpuic_agent_copy(ompi_osc_gpuic_module_t *module, bool is_put, void *local,
+                              bool local_dev, size_t len, void *remote);
+/** Waits until every command committed to the window agent before the call is done
+ *  (completion points; with or without module->gpu_lock held). */
+int ompi_osc_gpuic_agent_complete(ompi_osc_gpuic_module_t *module);
+/**
+ * Queues a copy of @p len bytes on the window's stream (either side host or device memory; the
+ * caller does not hold module->gpu_lock) and counts it in module->gpu_queued.  The copy is
+ * complete, and its source may be reused, after ompi_osc_gpuic_gpu_drain().
+ */
+int ompi_osc_gpuic_gpu_copy(ompi_osc_gpuic_module_t *module, void *dst, const void *src,
+                            size_t len);
+/**
+ * Counts one piece of work queued on the window's stream by other means (a kernel launch),
+ * after it was queued: the next ompi_osc_gpuic_gpu_drain() then waits for it.
+ */
+static inline void ompi_osc_gpuic_gpu_count_queued(ompi_osc_gpuic_module_t *module)
+{
+    __atomic_fetch_add(&module->gpu_queued, 1, __ATOMIC_ACQ_REL);
+}
+/** What the window's stream had been given so far, for ompi_osc_gpuic_gpu_done(). */
+static inline uint64_t ompi_osc_gpuic_gpu_ticket(ompi_osc_gpuic_module_t *module)
+{
+    return __atomic_load_n(&module->gpu_queued, __ATOMIC_ACQUIRE);
+}
+/** Synchronizes the window's stream, covering what was queued before the call. */
+int ompi_osc_gpuic_gpu_sync(ompi_osc_gpuic_module_t *module);
+/**
+ * Completes everything queued on the window's stream before the call (synchronizing the
+ * stream only when something is not yet covered).  Every completion point of the window calls
+ * it (flushes, unlock, fence, complete, free); code that reads or writes window or origin
+ * memory by other means than the stream calls it first.  Callable with or without
+ * module->gpu_lock held.
+ */
+static inline int ompi_osc_gpuic_gpu_drain(ompi_osc_gpuic_module_t *module)
+{
+    int rc = ompi_osc_gpuic_agent_complete(module);
+
+    if (rc != OMPI_SUCCESS ||
+        __atomic_load_n(&module->gpu_queued, __ATOMIC_ACQUIRE) ==
+            __atomic_load_n(&module->gpu_synced, __ATOMIC_ACQUIRE)) {
+        return rc;
+    }
+    return ompi_osc_gpuic_gpu_sync(module);
+}
+/**
+ * Whether the work the stream had been given when ompi_osc_gpuic_gpu_ticket() returned
+ * @p ticket is done; asks the driver without waiting when no synchronization covered it yet.
+ * *rc_p: an error the stream's work reported (then true is returned).
+ */
+bool ompi_osc_gpuic_gpu_done(ompi_osc_gpuic_module_t *module, uint64_t ticket, int *rc_p);
 
 /**
  * Executes an accumulate-family call (origin NULL-typed for MPI_NO_OP: op says; rdt NULL when
@@ -618,18 +697,6 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
                             const void *origin, const void *compare, void *result,
                             struct ompi_datatype_t *dt, int *rc_p);
 
-/**
- * A put or get of at most MPIX_GPUIC_AGENT_INLINE (448) bytes between @p local (host memory,
- * or device memory when @p local_dev) and @p remote, GPU window memory this process maps, by
- * the window agent (osc_gpuic_gpu_agent.c; takes module->gpu_lock).  A put returns once its
- * bytes are in the command (complete at the next ompi_osc_gpuic_agent_drain); a get returns
- * with the data.
- */
-int ompi_osc_gpuic_agent_copy(ompi_osc_gpuic_module_t *module, bool is_put, void *local,
-                              bool local_dev, size_t len, void *remote);
-/** Waits until every command of the window agent is done (completion points; takes
- *  module->gpu_lock). */
-int ompi_osc_gpuic_agent_complete(ompi_osc_gpuic_module_t *module);
 /** Stops the window agent and frees it (window free; osc_gpuic_gpu_agent.c). */
 void ompi_osc_gpuic_agent_release(ompi_osc_gpuic_module_t *module);
 
@@ -731,6 +798,19 @@ int ompi_osc_gpuic_request_flush_ep(struct ompi_win_t *win, gpuic_ep_t *ep,
                                     struct ompi_request_t **request);
 /** Creates a request for @p win that is complete already. */
 int ompi_osc_gpuic_request_completed(struct ompi_win_t *win, struct ompi_request_t **request);
+/**
+ * Creates a request for @p win that completes once the window's stream has run the work it
+ * had when ompi_osc_gpuic_gpu_ticket() returned @p ticket, as the next opal_progress call after
+ * that notices (a synchronization that covered it, or the stream found idle).
+ */
+int ompi_osc_gpuic_request_gpu(struct ompi_win_t *win, ompi_osc_gpuic_module_t *module,
+                               uint64_t ticket, struct ompi_request_t **request);
+/**
+ * Completes the requests of ompi_osc_gpuic_request_gpu() on @p module still pending (with the
+ * error of the window's stream, if it reports one) and gives back the module's hold on the
+ * progress poller: the window's free, after its last synchronization.
+ */
+void ompi_osc_gpuic_request_gpu_release(ompi_osc_gpuic_module_t *module);
 
 /**
  * Gives UCX a turn while some live window is reached through UCX.  Peers' operations that UCX

@@ -107,31 +107,44 @@ void ompi_osc_gpuic_cma_peer_setup(ompi_osc_gpuic_module_t *module, int rank, ui
     }
 }
 
+/* A copy between a host buffer and device memory on the window's stream, complete on return. */
+static int ompi_osc_gpuic_gpu_copy_wait(ompi_osc_gpuic_module_t *module, void *dst,
+                                        const void *src, size_t len)
+{
+    int rc = ompi_osc_gpuic_gpu_copy(module, dst, src, len);
+
+    return rc == OMPI_SUCCESS ? ompi_osc_gpuic_gpu_drain(module) : rc;
+}
+
 /* A UCX transfer whose local side is device memory: UCX here may not read device memory, so
  * the piece goes through a host buffer, completed locally before returning. */
-static gpuic_status_t ompi_osc_gpuic_xfer_bounced(ompi_osc_gpuic_peer_t *peer,
-                                                  ompi_osc_gpuic_region_t *region, bool is_put,
-                                                  char *local, size_t len, uint64_t raddr)
+static int ompi_osc_gpuic_xfer_bounced(ompi_osc_gpuic_xfer_arg_t *x,
+                                       ompi_osc_gpuic_region_t *region, char *local, size_t len,
+                                       uint64_t raddr)
 {
+    ompi_osc_gpuic_peer_t *peer = &x->module->peers[x->target];
     char *tmp = malloc(len);
-    gpuic_status_t status;
+    gpuic_status_t status = GPUIC_OK;
+    int rc;
 
     if (tmp == NULL) {
-        return GPUIC_ERR_NO_MEMORY;
+        return MPI_ERR_NO_MEM;
     }
-    status = is_put ? gpuic_cuda_memcpy(tmp, local, len) : GPUIC_OK;
-    if (status == GPUIC_OK) {
-        status = is_put ? gpuic_rma_put_lcc(peer->ep, tmp, len, raddr, region->rkey, &peer->lcc)
-                        : gpuic_rma_get_lcc(peer->ep, tmp, len, raddr, region->rkey, &peer->lcc);
+    rc = x->is_put ? ompi_osc_gpuic_gpu_copy_wait(x->module, tmp, local, len) : OMPI_SUCCESS;
+    if (rc == OMPI_SUCCESS) {
+        status = x->is_put
+                     ? gpuic_rma_put_lcc(peer->ep, tmp, len, raddr, region->rkey, &peer->lcc)
+                     : gpuic_rma_get_lcc(peer->ep, tmp, len, raddr, region->rkey, &peer->lcc);
+        if (status == GPUIC_OK) {
+            status = gpuic_lcc_wait(mca_osc_gpuic_component.ctx, &peer->lcc);
+        }
+        rc = ompi_osc_gpuic_error(status);
     }
-    if (status == GPUIC_OK) {
-        status = gpuic_lcc_wait(mca_osc_gpuic_component.ctx, &peer->lcc);
-    }
-    if (status == GPUIC_OK && !is_put) {
-        status = gpuic_cuda_memcpy(local, tmp, len);
+    if (rc == OMPI_SUCCESS && !x->is_put) {
+        rc = ompi_osc_gpuic_gpu_copy_wait(x->module, local, tmp, len);
     }
     free(tmp);
-    return status;
+    return rc;
 }
 
 /* Counts a UCX operation issued: an atomic read-modify-write only where another thread may
@@ -165,15 +178,21 @@ static int ompi_osc_gpuic_xfer_one(ompi_osc_gpuic_xfer_arg_t *x, ompi_osc_gpuic_
 {
     ompi_osc_gpuic_peer_t *peer = &x->module->peers[x->target];
     gpuic_status_t status;
+    int rc = OMPI_SUCCESS;
 
     if (region->direct != NULL) {
         char *remote = (char *)region->direct + (raddr - region->base);
 
+        if (region->gpu && !x->local_dev && ompi_osc_gpuic_agent_fits(len)) {
+            /* a few host bytes to or from GPU window memory: the window agent, a round trip
+             * through pinned memory where a copy costs a driver call and a synchronization */
+            return ompi_osc_gpuic_agent_copy(x->module, x->is_put, local, false, len, remote);
+        }
         if (region->gpu || x->local_dev) {
-            /* device memory on either side: the driver copies (host code never touches it) */
-            status = x->is_put ? gpuic_cuda_memcpy(remote, local, len)
-                               : gpuic_cuda_memcpy(local, remote, len);
-            return ompi_osc_gpuic_error(status);
+            /* device memory on either side: the driver copies (host code never touches it),
+             * queued on the window's stream and completed by the next completion point */
+            return x->is_put ? ompi_osc_gpuic_gpu_copy(x->module, remote, local, len)
+                             : ompi_osc_gpuic_gpu_copy(x->module, local, remote, len);
         }
         if (x->is_put) {
             memcpy(remote, local, len);
@@ -185,8 +204,6 @@ static int ompi_osc_gpuic_xfer_one(ompi_osc_gpuic_xfer_arg_t *x, ompi_osc_gpuic_
     if (!x->local_dev && !region->gpu && __atomic_load_n(&peer->cma_pid, __ATOMIC_RELAXED) > 0 &&
         mca_osc_gpuic_component.cma_min_bytes >= 0 &&
         len >= (size_t)mca_osc_gpuic_component.cma_min_bytes) {
-        int rc = OMPI_SUCCESS;
-
         /* UCX operations issued to the peer before complete first, so that this copy lands
          * after them (accumulate ordering; the flush is skipped when none are pending). */
         if (__atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE) !=
@@ -206,17 +223,17 @@ static int ompi_osc_gpuic_xfer_one(ompi_osc_gpuic_xfer_arg_t *x, ompi_osc_gpuic_
         __atomic_store_n(&peer->cma_pid, 0, __ATOMIC_RELAXED);
     }
     if (x->local_dev) {
-        status = ompi_osc_gpuic_xfer_bounced(peer, region, x->is_put, local, len, raddr);
+        rc = ompi_osc_gpuic_xfer_bounced(x, region, local, len, raddr);
     } else {
-        status = x->is_put
-                     ? gpuic_rma_put_lcc(peer->ep, local, len, raddr, region->rkey, &peer->lcc)
-                     : gpuic_rma_get_lcc(peer->ep, local, len, raddr, region->rkey, &peer->lcc);
+        rc = ompi_osc_gpuic_error(
+            x->is_put ? gpuic_rma_put_lcc(peer->ep, local, len, raddr, region->rkey, &peer->lcc)
+                      : gpuic_rma_get_lcc(peer->ep, local, len, raddr, region->rkey, &peer->lcc));
     }
     /* Counted after issue: a flush that sees the count was issued after the operation, so it
      * covers it (counting first would let another thread's flush claim it too early). */
     ompi_osc_gpuic_issued_add(&peer->ucx_issued);
     ompi_osc_gpuic_issued_add(&x->module->ucx_issued);
-    return ompi_osc_gpuic_error(status);
+    return rc;
 }
 
 /* One contiguous piece, split where it crosses from one attached region into the next. */
@@ -253,16 +270,6 @@ static int ompi_osc_gpuic_xfer_block(char *a, char *b, size_t len, void *arg)
     return ompi_osc_gpuic_xfer(arg, a, len, (uint64_t)(uintptr_t)b);
 }
 
-/* Raises *counter to at least @p value (never lowers it: flushes may finish out of order). */
-static void ompi_osc_gpuic_counter_raise(uint64_t *counter, uint64_t value)
-{
-    uint64_t cur = __atomic_load_n(counter, __ATOMIC_ACQUIRE);
-
-    while (cur < value && !__atomic_compare_exchange_n(counter, &cur, value, false,
-                                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-    }
-}
-
 /* The UCX part of a peer flush, covering the first @p issued operations to the peer.  Kept out
  * of line so that a flush with nothing to wait for sets up no frame for it. */
 static __attribute__((noinline)) int ompi_osc_gpuic_peer_flush_ucx(ompi_osc_gpuic_module_t *module,
@@ -289,8 +296,12 @@ int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
     uint64_t issued;
     int rc;
 
-    /* What device code posted to the proxy is complete first. */
+    /* What device code posted to the proxy, and copies queued on the window's stream, are
+     * complete first. */
     if (module->devq != NULL && (rc = ompi_osc_gpuic_devqueue_drain(module)) != OMPI_SUCCESS) {
+        return rc;
+    }
+    if ((rc = ompi_osc_gpuic_gpu_drain(module)) != OMPI_SUCCESS) {
         return rc;
     }
     /* Direct stores are complete once they are globally visible. */
@@ -307,8 +318,13 @@ int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
 int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target)
 {
     gpuic_status_t status;
+    int rc;
 
-    /* Direct copies completed in place; UCX operations are counted until local completion. */
+    /* Direct copies completed in place, copies on the window's stream once it has run them;
+     * UCX operations are counted until local completion. */
+    if ((rc = ompi_osc_gpuic_gpu_drain(module)) != OMPI_SUCCESS) {
+        return rc;
+    }
     ompi_osc_gpuic_full_barrier();
     ompi_osc_gpuic_progress_poll();
     status = gpuic_lcc_wait(mca_osc_gpuic_component.ctx, &module->peers[target].lcc);
@@ -395,8 +411,12 @@ int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
     uint64_t issued, *peer_issued, small[64];
     gpuic_status_t status;
 
-    /* What device code posted to the proxy is complete first. */
+    /* What device code posted to the proxy, and copies queued on the window's stream, are
+     * complete first. */
     if (module->devq != NULL && (rc = ompi_osc_gpuic_devqueue_drain(module)) != OMPI_SUCCESS) {
+        return rc;
+    }
+    if ((rc = ompi_osc_gpuic_gpu_drain(module)) != OMPI_SUCCESS) {
         return rc;
     }
     ompi_osc_gpuic_full_barrier();
@@ -608,15 +628,30 @@ int ompi_osc_gpuic_check_passive(ompi_osc_gpuic_module_t *module)
     return MPI_ERR_RMA_SYNC;
 }
 
-/* The request of an rput or rget to @p target: complete at once when no UCX operation went to
- * the target during the call (@p issued: the count before it), since direct and cross-memory
- * copies are done on return; else complete when the endpoint's flush is.  Another thread's UCX
- * operation in the meantime only makes it take the flush. */
+/* The request of an rput or rget to @p target, given the target's UCX count (@p issued) and
+ * the window stream's (@p queued) before the call: complete at once when the call added to
+ * neither, since direct and cross-memory copies are done on return; complete once the stream
+ * has run what it was given when the call queued copies on it; else complete when the
+ * endpoint's flush is.  Another thread's work in the meantime only makes the request wait for
+ * that work too. */
 static int ompi_osc_gpuic_request_for(struct ompi_win_t *win, ompi_osc_gpuic_module_t *module,
-                                      int target, uint64_t issued,
+                                      int target, uint64_t issued, uint64_t queued,
                                       struct ompi_request_t **request)
 {
-    if (__atomic_load_n(&module->peers[target].ucx_issued, __ATOMIC_ACQUIRE) == issued) {
+    bool ucx = __atomic_load_n(&module->peers[target].ucx_issued, __ATOMIC_ACQUIRE) != issued;
+    uint64_t ticket = ompi_osc_gpuic_gpu_ticket(module);
+    int rc;
+
+    if (ticket != queued) {
+        if (!ucx) {
+            return ompi_osc_gpuic_request_gpu(win, module, ticket, request);
+        }
+        /* both kinds (regions of mixed paths): the stream's part completes here */
+        if ((rc = ompi_osc_gpuic_gpu_drain(module)) != OMPI_SUCCESS) {
+            return rc;
+        }
+    }
+    if (!ucx) {
         return ompi_osc_gpuic_request_completed(win, request);
     }
     return ompi_osc_gpuic_request_flush_ep(win, module->peers[target].ep, request);
@@ -629,15 +664,16 @@ int ompi_osc_gpuic_rput(const void *origin_addr, int origin_count,
 {
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
     int rc = ompi_osc_gpuic_check_passive(module);
-    uint64_t issued;
+    uint64_t issued, queued;
 
     if (rc == OMPI_SUCCESS) {
         issued = __atomic_load_n(&module->peers[target].ucx_issued, __ATOMIC_ACQUIRE);
+        queued = ompi_osc_gpuic_gpu_ticket(module);
         rc = ompi_osc_gpuic_rma(module, true, (void *)origin_addr, origin_count, origin_dt,
                                 target, target_disp, target_count, target_dt);
     }
     if (rc == OMPI_SUCCESS) {
-        rc = ompi_osc_gpuic_request_for(win, module, target, issued, request);
+        rc = ompi_osc_gpuic_request_for(win, module, target, issued, queued, request);
     }
     return rc;
 }
@@ -649,15 +685,16 @@ int ompi_osc_gpuic_rget(void *origin_addr, int origin_count, struct ompi_datatyp
 {
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
     int rc = ompi_osc_gpuic_check_passive(module);
-    uint64_t issued;
+    uint64_t issued, queued;
 
     if (rc == OMPI_SUCCESS) {
         issued = __atomic_load_n(&module->peers[target].ucx_issued, __ATOMIC_ACQUIRE);
+        queued = ompi_osc_gpuic_gpu_ticket(module);
         rc = ompi_osc_gpuic_rma(module, false, origin_addr, origin_count, origin_dt, target,
                                 target_disp, target_count, target_dt);
     }
     if (rc == OMPI_SUCCESS) {
-        rc = ompi_osc_gpuic_request_for(win, module, target, issued, request);
+        rc = ompi_osc_gpuic_request_for(win, module, target, issued, queued, request);
     }
     return rc;
 }

@@ -173,14 +173,85 @@ void ompi_osc_gpuic_gpu_cleanup(ompi_osc_gpuic_module_t *module)
 
 int ompi_osc_gpuic_gpu_stream(ompi_osc_gpuic_module_t *module, void **stream_p)
 {
-    if (module->gpu_stream == NULL &&
-        gpuic_cuda_stream_create(&module->gpu_stream) != GPUIC_OK) {
-        gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: cannot create a CUDA stream for the "
-                  "window's device work", ompi_comm_rank(module->comm), module->id);
-        return MPI_ERR_OTHER;
+    void *stream = module->gpu_stream;
+
+    if (stream == NULL) {
+        if (gpuic_cuda_stream_create(&stream) != GPUIC_OK) {
+            gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: cannot create a CUDA stream for the "
+                      "window's device work", ompi_comm_rank(module->comm), module->id);
+            return MPI_ERR_OTHER;
+        }
+        /* published whole: ompi_osc_gpuic_gpu_copy and the drain read it without the lock */
+        __atomic_store_n(&module->gpu_stream, stream, __ATOMIC_RELEASE);
     }
-    *stream_p = module->gpu_stream;
+    *stream_p = stream;
     return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_gpu_copy(ompi_osc_gpuic_module_t *module, void *dst, const void *src,
+                            size_t len)
+{
+    void *stream = __atomic_load_n(&module->gpu_stream, __ATOMIC_ACQUIRE);
+    gpuic_status_t status;
+    int rc;
+
+    if (stream == NULL) {
+        opal_mutex_lock(&module->gpu_lock);
+        rc = ompi_osc_gpuic_gpu_stream(module, &stream);
+        opal_mutex_unlock(&module->gpu_lock);
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+    }
+    status = gpuic_cuda_memcpy_async(dst, src, len, stream);
+    if (status != GPUIC_OK) {
+        return ompi_osc_gpuic_error(status);
+    }
+    /* Counted after it is queued: a drain that sees the count synchronizes after the copy. */
+    ompi_osc_gpuic_gpu_count_queued(module);
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_gpuic_gpu_sync(ompi_osc_gpuic_module_t *module)
+{
+    uint64_t queued = __atomic_load_n(&module->gpu_queued, __ATOMIC_ACQUIRE);
+    void *stream = __atomic_load_n(&module->gpu_stream, __ATOMIC_ACQUIRE);
+    gpuic_status_t status;
+
+    if (stream == NULL) {
+        return OMPI_SUCCESS; /* nothing was ever queued */
+    }
+    status = gpuic_cuda_stream_synchronize(stream);
+    if (status != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: device copies of host RMA calls failed",
+                  ompi_comm_rank(module->comm), module->id);
+        return ompi_osc_gpuic_error(status);
+    }
+    ompi_osc_gpuic_counter_raise(&module->gpu_synced, queued);
+    return OMPI_SUCCESS;
+}
+
+bool ompi_osc_gpuic_gpu_done(ompi_osc_gpuic_module_t *module, uint64_t ticket, int *rc_p)
+{
+    uint64_t queued;
+    gpuic_status_t status;
+
+    *rc_p = OMPI_SUCCESS;
+    if (__atomic_load_n(&module->gpu_synced, __ATOMIC_ACQUIRE) >= ticket) {
+        return true;
+    }
+    /* What was queued before the query is done when the stream is idle. */
+    queued = __atomic_load_n(&module->gpu_queued, __ATOMIC_ACQUIRE);
+    status = gpuic_cuda_stream_query(__atomic_load_n(&module->gpu_stream, __ATOMIC_ACQUIRE));
+    if (status == GPUIC_INPROGRESS) {
+        return false;
+    }
+    if (status != GPUIC_OK) {
+        *rc_p = ompi_osc_gpuic_error(status);
+        return true;
+    }
+    ompi_osc_gpuic_counter_raise(&module->gpu_synced, queued);
+    return true;
 }
 
 int ompi_osc_gpuic_gpu_stage(ompi_osc_gpuic_module_t *module, size_t len, char **stage_p)

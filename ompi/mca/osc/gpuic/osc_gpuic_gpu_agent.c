@@ -126,7 +126,7 @@ int ompi_osc_gpuic_agent_commit(ompi_osc_gpuic_module_t *module, uint64_t *seq_p
      * the agent's state (the full fence of the stopping protocol) */
     __atomic_store_n(&ring->cmd[seq % MPIX_GPUIC_AGENT_SLOTS].seq, seq, __ATOMIC_RELEASE);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    agent->posted = seq;
+    __atomic_store_n(&agent->posted, seq, __ATOMIC_RELEASE);
     if (ompi_osc_gpuic_agent_load(&ring->state) == MPIX_GPUIC_AGENT_STOPPED) {
         __atomic_store_n(&ring->state, MPIX_GPUIC_AGENT_RUNNING, __ATOMIC_RELEASE);
         rc = ompi_osc_gpuic_stream_launch(MPIX_GPUIC_K_AGENT, 1, 32, agent->stream, &arg);
@@ -158,15 +158,18 @@ int ompi_osc_gpuic_agent_drain(ompi_osc_gpuic_module_t *module)
 
 int ompi_osc_gpuic_agent_complete(ompi_osc_gpuic_module_t *module)
 {
-    int rc;
+    ompi_osc_gpuic_agent_t *agent = __atomic_load_n(&module->gpu_agent, __ATOMIC_ACQUIRE);
 
-    if (__atomic_load_n(&module->gpu_agent, __ATOMIC_ACQUIRE) == NULL) {
-        return OMPI_SUCCESS; /* never used: nothing to wait for, no lock taken */
+    /* no lock: the agent lives as long as the window, and posted only grows */
+    if (agent == NULL) {
+        return OMPI_SUCCESS;
     }
-    opal_mutex_lock(&module->gpu_lock);
-    rc = ompi_osc_gpuic_agent_drain(module);
-    opal_mutex_unlock(&module->gpu_lock);
-    return rc;
+    return ompi_osc_gpuic_agent_wait(module, __atomic_load_n(&agent->posted, __ATOMIC_ACQUIRE));
+}
+
+bool ompi_osc_gpuic_agent_fits(size_t len)
+{
+    return mca_osc_gpuic_component.gpu_agent && len <= MPIX_GPUIC_AGENT_INLINE;
 }
 
 int ompi_osc_gpuic_agent_copy(ompi_osc_gpuic_module_t *module, bool is_put, void *local,
@@ -256,6 +259,12 @@ int ompi_osc_gpuic_agent_complete(ompi_osc_gpuic_module_t *module)
 {
     (void)module;
     return OMPI_SUCCESS;
+}
+
+bool ompi_osc_gpuic_agent_fits(size_t len)
+{
+    (void)len;
+    return false;
 }
 
 int ompi_osc_gpuic_agent_copy(ompi_osc_gpuic_module_t *module, bool is_put, void *local,

@@ -92,7 +92,9 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
 {
     int i, n;
 
-    /* Mappings of peers' device memory first: they are recorded in the peers array. */
+    /* Requests still waiting for the window's stream complete before the stream goes; then
+     * mappings of peers' device memory: they are recorded in the peers array. */
+    ompi_osc_gpuic_request_gpu_release(module);
     ompi_osc_gpuic_stream_cleanup(module);
     ompi_osc_gpuic_gpu_cleanup(module);
     if (module->peers != NULL) {
