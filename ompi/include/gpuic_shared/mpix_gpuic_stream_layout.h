@@ -169,7 +169,7 @@ typedef struct mpix_gpuic_acc_args {
  */
 #define MPIX_GPUIC_AGENT_SLOTS    64
 #define MPIX_GPUIC_AGENT_INLINE   448   /**< inline bytes of a command: origin in, result out */
-#define MPIX_GPUIC_AGENT_IDLE_NS  2000000ull
+#define MPIX_GPUIC_AGENT_IDLE_NS  1000000ull
 #define MPIX_GPUIC_AGENT_STOPPED  0
 #define MPIX_GPUIC_AGENT_RUNNING  1
 #define MPIX_GPUIC_AGENT_STOPPING 2

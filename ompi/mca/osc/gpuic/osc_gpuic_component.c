@@ -261,7 +261,7 @@ static int ompi_osc_gpuic_component_register(void)
         c, "gpu_agent",
         "Execute the small device work of host calls on GPU windows (accumulate-family calls "
         "of up to 448 bytes, compare-and-swap) with a warp that stays resident while the calls "
-        "keep it busy (it stops after 2 ms idle): a round trip through pinned memory instead of "
+        "keep it busy (it stops after 1 ms idle): a round trip through pinned memory instead of "
         "a kernel launch.  false launches a kernel per call (no resident warp: e.g. for programs "
         "that size cooperative launches to the whole GPU)",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
