@@ -104,6 +104,15 @@ for b in osu_put_latency osu_get_latency osu_put_bw osu_get_bw osu_acc_latency o
     case $b in osu_fop_latency | osu_cas_latency) sizes=() ;; esac
     for p in $bpairs; do
         for w in create allocate; do
+            # OSU's -w allocate with a host buffer on one side and device memory on the other
+            # (allocate_memory_one_sided) makes the host rank call MPI_Win_create on a base it
+            # never allocated (NULL, size > 0): an erroneous program, refused with MPI_ERR_WIN
+            if [ "$w" = allocate ] && [ "${p:0:1}" != "${p:1:1}" ]; then
+                echo "SKIP $b -d cuda ${p:0:1} ${p:1:1} -w allocate: OSU passes the host rank an unallocated window base" |
+                    tee -a "$summary"
+                skip=$((skip + 1))
+                continue
+            fi
             for s in $syncs; do
                 name="$b.${p}.$w.$s"
                 log="$out/logs/$name.log"

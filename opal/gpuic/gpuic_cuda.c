@@ -545,14 +545,16 @@ gpuic_status_t gpuic_cuda_synchronize(void)
     return gpuic_cuda_check(gpuic_cuda.ctx_synchronize(), "cuCtxSynchronize");
 }
 
-gpuic_status_t gpuic_cuda_stream_create(void **stream_p)
+gpuic_status_t gpuic_cuda_stream_create(void **stream_p, bool after_legacy)
 {
     CUstream stream = NULL;
     gpuic_status_t status = gpuic_cuda_init();
 
     if (status == GPUIC_OK) {
-        status = gpuic_cuda_check(gpuic_cuda.stream_create(&stream, CU_STREAM_NON_BLOCKING),
-                                  "cuStreamCreate");
+        status = gpuic_cuda_check(
+            gpuic_cuda.stream_create(&stream, after_legacy ? CU_STREAM_DEFAULT
+                                                           : CU_STREAM_NON_BLOCKING),
+            "cuStreamCreate");
     }
     *stream_p = (void *)stream;
     return status;
@@ -899,8 +901,9 @@ gpuic_status_t gpuic_cuda_host_map(void *ptr, size_t len, void **dptr_p, bool *r
 }
 void gpuic_cuda_host_unregister(void *ptr) { (void)ptr; }
 gpuic_status_t gpuic_cuda_synchronize(void) { return GPUIC_ERR_NO_DEVICE; }
-gpuic_status_t gpuic_cuda_stream_create(void **stream_p)
+gpuic_status_t gpuic_cuda_stream_create(void **stream_p, bool after_legacy)
 {
+    (void)after_legacy;
     *stream_p = NULL;
     return GPUIC_ERR_NO_DEVICE;
 }

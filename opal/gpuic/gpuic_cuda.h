@@ -151,10 +151,13 @@ void gpuic_cuda_host_unregister(void *ptr);
 gpuic_status_t gpuic_cuda_synchronize(void);
 
 /**
- * Creates a stream of the current context that does not synchronize with the legacy default
- * stream: work on it never waits for a program's kernels on other streams.
+ * Creates a stream of the current context.  @p after_legacy: a blocking stream, whose work
+ * follows what the thread issued before on the legacy default stream (a cudaMemcpy from
+ * pageable memory may return before its copy lands; work here sees its data) and which the
+ * legacy stream's later work waits for; else a non-blocking stream, independent of both (for
+ * work that must not wait for the program's kernels, or stays resident).
  */
-gpuic_status_t gpuic_cuda_stream_create(void **stream_p);
+gpuic_status_t gpuic_cuda_stream_create(void **stream_p, bool after_legacy);
 
 /** Destroys a stream of gpuic_cuda_stream_create() (work on it still completes). */
 void gpuic_cuda_stream_destroy(void *stream);

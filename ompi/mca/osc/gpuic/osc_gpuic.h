@@ -594,8 +594,9 @@ void ompi_osc_gpuic_devqueue_finalize(void);
 unsigned long long ompi_osc_gpuic_devqueue_full_waits(void);
 
 /**
- * The window's own stream (a non-blocking stream of the current context, created on first
- * use), for the device work of host calls; the caller holds module->gpu_lock.
+ * The window's own stream (a blocking stream of the current context, created on first use:
+ * its work follows the program's work on the legacy default stream, as a cudaMemcpy's would),
+ * for the device work of host calls; the caller holds module->gpu_lock.
  */
 int ompi_osc_gpuic_gpu_stream(ompi_osc_gpuic_module_t *module, void **stream_p);
 /**
@@ -626,6 +627,9 @@ static inline void ompi_osc_gpuic_counter_raise(uint64_t *counter, uint64_t valu
 /** Whether a put or get of @p len bytes may go to the window agent (it exists in this build,
  *  osc_gpuic_gpu_agent is true, and the bytes fit in a command). */
 bool ompi_osc_gpuic_agent_fits(size_t len);
+/** Whether the window agent may read or write the program's device buffers now: the legacy
+ *  default stream, which the window's stream follows and the agent cannot, has no work left. */
+bool ompi_osc_gpuic_agent_device_ready(void);
 int ompi_osc_gpuic_agent_copy(ompi_osc_gpuic_module_t *module, bool is_put, void *local,
                               bool local_dev, size_t len, void *remote);
 /** Waits until every command committed to the window agent before the call is done

@@ -176,7 +176,7 @@ int ompi_osc_gpuic_gpu_stream(ompi_osc_gpuic_module_t *module, void **stream_p)
     void *stream = module->gpu_stream;
 
     if (stream == NULL) {
-        if (gpuic_cuda_stream_create(&stream) != GPUIC_OK) {
+        if (gpuic_cuda_stream_create(&stream, true) != GPUIC_OK) {
             gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: cannot create a CUDA stream for the "
                       "window's device work", ompi_comm_rank(module->comm), module->id);
             return MPI_ERR_OTHER;

@@ -290,7 +290,9 @@ bool ompi_osc_gpuic_gpu_acc(ompi_osc_gpuic_module_t *module, int target,
 
     /* From here on the call is the GPU's: every outcome is its result. */
     opal_mutex_lock(&module->gpu_lock);
-    if (runs.n == 0 && c.bytes <= MPIX_GPUIC_AGENT_INLINE && mca_osc_gpuic_component.gpu_agent) {
+    if (runs.n == 0 && c.bytes <= MPIX_GPUIC_AGENT_INLINE && mca_osc_gpuic_component.gpu_agent &&
+        (((!has_origin || c.stage_origin) && (!fetching || c.stage_result)) ||
+         ompi_osc_gpuic_agent_device_ready())) {
         rc = ompi_osc_gpuic_gpu_acc_agent(module, target, &c, has_origin ? origin : NULL, ocount,
                                           odt, result, rcount, rdt, prim, nelem);
         opal_mutex_unlock(&module->gpu_lock);
@@ -356,6 +358,7 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
     mpix_gpuic_acc_args_t args;
     mpix_gpuic_agent_cmd_t *cmd = NULL;
     const void *in[2] = {origin, compare};
+    bool on_dev[3];
     uint64_t *slot[2];
     size_t esize;
     char *words = NULL;
@@ -375,26 +378,29 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
     args.count = 1;
     slot[0] = &args.origin;
     slot[1] = &args.compare;
+    on_dev[0] = ompi_osc_gpuic_gpu_acc_on_device(origin);
+    on_dev[1] = ompi_osc_gpuic_gpu_acc_on_device(compare);
+    on_dev[2] = ompi_osc_gpuic_gpu_acc_on_device(result);
 
     opal_mutex_lock(&module->gpu_lock);
     /* three 8-byte words for origin, compare and result: the agent command's inline bytes, or
      * the stage for a launched kernel; device memory is used in place */
-    if (mca_osc_gpuic_component.gpu_agent) {
+    if (mca_osc_gpuic_component.gpu_agent &&
+        (!(on_dev[0] || on_dev[1] || on_dev[2]) || ompi_osc_gpuic_agent_device_ready())) {
         rc = ompi_osc_gpuic_agent_begin(module, &cmd);
         words = rc == OMPI_SUCCESS ? (char *)cmd->data : NULL;
     } else {
         rc = ompi_osc_gpuic_gpu_stage(module, 3 * sizeof(uint64_t), &words);
     }
     for (i = 0; rc == OMPI_SUCCESS && i < 2; ++i) {
-        if (ompi_osc_gpuic_gpu_acc_on_device(in[i])) {
+        if (on_dev[i]) {
             *slot[i] = (uint64_t)(uintptr_t)in[i];
         } else {
             memcpy(words + 8 * i, in[i], esize);
             *slot[i] = (uint64_t)(uintptr_t)(words + 8 * i);
         }
     }
-    args.result = ompi_osc_gpuic_gpu_acc_on_device(result) ? (uint64_t)(uintptr_t)result
-                                                            : (uint64_t)(uintptr_t)(words + 16);
+    args.result = on_dev[2] ? (uint64_t)(uintptr_t)result : (uint64_t)(uintptr_t)(words + 16);
     if (rc == OMPI_SUCCESS && cmd != NULL) {
         cmd->what = MPIX_GPUIC_AGENT_CAS;
         cmd->flags = ompi_osc_gpuic_gpu_all_same(module) ? MPIX_GPUIC_STREAM_SAME_GPU : 0;

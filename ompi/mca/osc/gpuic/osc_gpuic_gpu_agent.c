@@ -42,7 +42,7 @@ static int ompi_osc_gpuic_agent_create(ompi_osc_gpuic_module_t *module)
         return MPI_ERR_NO_MEM;
     }
     if (gpuic_cuda_host_alloc(sizeof(mpix_gpuic_agent_ring_t), &ring) != GPUIC_OK ||
-        gpuic_cuda_stream_create(&agent->stream) != GPUIC_OK) {
+        gpuic_cuda_stream_create(&agent->stream, false) != GPUIC_OK) {
         gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: cannot set up the window agent (pinned "
                   "memory or a CUDA stream)", ompi_comm_rank(module->comm), module->id);
         gpuic_cuda_host_free(ring);
@@ -172,6 +172,14 @@ bool ompi_osc_gpuic_agent_fits(size_t len)
     return mca_osc_gpuic_component.gpu_agent && len <= MPIX_GPUIC_AGENT_INLINE;
 }
 
+bool ompi_osc_gpuic_agent_device_ready(void)
+{
+    /* The window's stream follows the legacy stream; the resident agent cannot, so it reads
+     * program buffers in device memory only once that stream has nothing left (a cudaMemcpy
+     * from pageable memory may return before its copy landed). */
+    return gpuic_cuda_stream_query(NULL) == GPUIC_OK;
+}
+
 int ompi_osc_gpuic_agent_copy(ompi_osc_gpuic_module_t *module, bool is_put, void *local,
                               bool local_dev, size_t len, void *remote)
 {
@@ -264,6 +272,11 @@ int ompi_osc_gpuic_agent_complete(ompi_osc_gpuic_module_t *module)
 bool ompi_osc_gpuic_agent_fits(size_t len)
 {
     (void)len;
+    return false;
+}
+
+bool ompi_osc_gpuic_agent_device_ready(void)
+{
     return false;
 }
 
