@@ -133,6 +133,14 @@ typedef struct mpix_gpuic_acc_run {
     uint64_t count;
 } mpix_gpuic_acc_run_t;
 
+/** Element types of the host accumulate-family kernels beyond MPIX_Device_type (8- and
+ *  16-bit integers, updated by compare-and-swap on the aligned 32-bit word holding them; no
+ *  device API call takes them). */
+#define MPIX_GPUIC_ACC_INT8   16
+#define MPIX_GPUIC_ACC_UINT8  17
+#define MPIX_GPUIC_ACC_INT16  18
+#define MPIX_GPUIC_ACC_UINT16 19
+
 /** Arguments of the kernels that execute host accumulate-family calls on GPU windows
  *  (osc_gpuic_gpu_acc.c): every address is one the launching context reaches. */
 typedef struct mpix_gpuic_acc_args {
@@ -143,7 +151,7 @@ typedef struct mpix_gpuic_acc_args {
     uint64_t runs;     /**< nruns mpix_gpuic_acc_run_t, or 0: count elements from target */
     uint64_t count;    /**< elements in all */
     uint32_t nruns;
-    int32_t  type;     /**< MPIX_Device_type */
+    int32_t  type;     /**< MPIX_Device_type or MPIX_GPUIC_ACC_* */
     int32_t  op;       /**< MPIX_Device_op */
     uint32_t flags;    /**< MPIX_GPUIC_STREAM_SAME_GPU: the target memory is on this GPU */
 } mpix_gpuic_acc_args_t;

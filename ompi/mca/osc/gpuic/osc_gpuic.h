@@ -620,9 +620,10 @@ static inline void ompi_osc_gpuic_counter_raise(uint64_t *counter, uint64_t valu
 /**
  * A put or get of at most MPIX_GPUIC_AGENT_INLINE (448) bytes between @p local (host memory,
  * or device memory when @p local_dev) and @p remote, GPU window memory this process maps, by
- * the window agent (osc_gpuic_gpu_agent.c; takes module->gpu_lock).  A put returns once its
- * bytes are in the command (complete at the next ompi_osc_gpuic_agent_drain); a get returns
- * with the data.
+ * the window agent (osc_gpuic_gpu_agent.c; takes module->gpu_lock).  A put from host memory
+ * returns once its bytes are in the command (complete at the next ompi_osc_gpuic_gpu_drain);
+ * a put from device memory and a get return done.  Device memory only when
+ * ompi_osc_gpuic_agent_device_ready().
  */
 /** Whether a put or get of @p len bytes may go to the window agent (it exists in this build,
  *  osc_gpuic_gpu_agent is true, and the bytes fit in a command). */

@@ -183,10 +183,12 @@ static int ompi_osc_gpuic_xfer_one(ompi_osc_gpuic_xfer_arg_t *x, ompi_osc_gpuic_
     if (region->direct != NULL) {
         char *remote = (char *)region->direct + (raddr - region->base);
 
-        if (region->gpu && !x->local_dev && ompi_osc_gpuic_agent_fits(len)) {
-            /* a few host bytes to or from GPU window memory: the window agent, a round trip
+        if (region->gpu && ompi_osc_gpuic_agent_fits(len) &&
+            (!x->local_dev || ompi_osc_gpuic_agent_device_ready())) {
+            /* a few bytes to or from GPU window memory: the window agent, a round trip
              * through pinned memory where a copy costs a driver call and a synchronization */
-            return ompi_osc_gpuic_agent_copy(x->module, x->is_put, local, false, len, remote);
+            return ompi_osc_gpuic_agent_copy(x->module, x->is_put, local, x->local_dev, len,
+                                             remote);
         }
         if (region->gpu || x->local_dev) {
             /* device memory on either side: the driver copies (host code never touches it),

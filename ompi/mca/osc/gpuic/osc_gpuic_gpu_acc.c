@@ -143,14 +143,47 @@ static int ompi_osc_gpuic_gpu_acc_launch(ompi_osc_gpuic_module_t *module, int ta
     return rc != OMPI_SUCCESS ? rc : rc_leave;
 }
 
+/* The 8- and 16-bit integer types the host kernels take beyond the device API's
+ * (MPIX_GPUIC_ACC_*), by Open MPI's reduction class and size. */
+static int ompi_osc_gpuic_gpu_acc_small_type(struct ompi_datatype_t *prim, int *type_p)
+{
+    size_t size = 0;
+    int base;
+
+    if (!ompi_datatype_is_predefined(prim) || prim->id < 0 ||
+        prim->id >= OMPI_DATATYPE_MAX_PREDEFINED) {
+        return MPI_ERR_TYPE;
+    }
+    base = ompi_op_ddt_map[prim->id];
+    ompi_datatype_type_size(prim, &size);
+    switch (base) {
+    case OMPI_OP_BASE_TYPE_INT8_T:
+    case OMPI_OP_BASE_TYPE_INT16_T:
+    case OMPI_OP_BASE_TYPE_INTEGER1:
+    case OMPI_OP_BASE_TYPE_INTEGER2:
+        *type_p = size == 1 ? MPIX_GPUIC_ACC_INT8 : MPIX_GPUIC_ACC_INT16;
+        break;
+    case OMPI_OP_BASE_TYPE_UINT8_T:
+    case OMPI_OP_BASE_TYPE_UINT16_T:
+        *type_p = size == 1 ? MPIX_GPUIC_ACC_UINT8 : MPIX_GPUIC_ACC_UINT16;
+        break;
+    default:
+        return MPI_ERR_TYPE;
+    }
+    return size == 1 || size == 2 ? MPI_SUCCESS : MPI_ERR_TYPE;
+}
+
 /* The kernels' element type and op for the call; false when they have none. */
 static bool ompi_osc_gpuic_gpu_acc_kind(struct ompi_datatype_t *prim, struct ompi_op_t *op,
                                         mpix_gpuic_acc_args_t *args)
 {
     int type = 0, kop = 0;
 
-    if (ompi_osc_gpuic_stream_named_type(prim, &type) != MPI_SUCCESS ||
-        ompi_osc_gpuic_stream_op(op, type, true, &kop) != MPI_SUCCESS) {
+    if (ompi_osc_gpuic_stream_named_type(prim, &type) != MPI_SUCCESS &&
+        ompi_osc_gpuic_gpu_acc_small_type(prim, &type) != MPI_SUCCESS) {
+        return false;
+    }
+    if (ompi_osc_gpuic_stream_op(op, type, true, &kop) != MPI_SUCCESS) {
         return false;
     }
     args->type = type;
@@ -366,7 +399,7 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
 
     ompi_datatype_type_size(dt, &esize);
     if (!region->gpu || region->direct == NULL || !gpuic_cuda_available() ||
-        (esize != 4 && esize != 8)) {
+        (esize != 1 && esize != 2 && esize != 4 && esize != 8)) {
         return false;
     }
     memset(&args, 0, sizeof(args));
@@ -374,7 +407,11 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
     if (args.target % esize != 0) {
         return false;
     }
-    args.type = esize == 4 ? MPIX_DEVICE_UINT32 : MPIX_DEVICE_UINT64;
+    /* compared and replaced as bits: the element's size is all that counts */
+    args.type = esize == 1   ? MPIX_GPUIC_ACC_UINT8
+                : esize == 2 ? MPIX_GPUIC_ACC_UINT16
+                : esize == 4 ? MPIX_DEVICE_UINT32
+                             : MPIX_DEVICE_UINT64;
     args.count = 1;
     slot[0] = &args.origin;
     slot[1] = &args.compare;

@@ -203,7 +203,10 @@ int ompi_osc_gpuic_agent_copy(ompi_osc_gpuic_module_t *module, bool is_put, void
         } else {
             cmd->result = (uint64_t)(uintptr_t)(local_dev ? local : (void *)cmd->data);
         }
-        rc = is_put ? ompi_osc_gpuic_agent_commit(module, &seq) : ompi_osc_gpuic_agent_call(module);
+        /* a put of host bytes is locally complete once they are in the command; one that
+         * reads device memory, and every get, waits for the agent (requests complete at once) */
+        rc = is_put && !local_dev ? ompi_osc_gpuic_agent_commit(module, &seq)
+                                  : ompi_osc_gpuic_agent_call(module);
         if (rc == OMPI_SUCCESS && !is_put && !local_dev) {
             memcpy(local, cmd->data, len);
         }

@@ -438,18 +438,85 @@ __device__ static inline void host_acc_native(bool same_gpu, char *t, const char
     }
 }
 
+/* Bytes of an element of @p type (MPIX_Device_type or MPIX_GPUIC_ACC_*). */
+__device__ static inline size_t host_acc_esize(int type)
+{
+    switch (type) {
+    case MPIX_GPUIC_ACC_INT8:
+    case MPIX_GPUIC_ACC_UINT8:
+        return 1;
+    case MPIX_GPUIC_ACC_INT16:
+    case MPIX_GPUIC_ACC_UINT16:
+        return 2;
+    case MPIX_DEVICE_INT32:
+    case MPIX_DEVICE_UINT32:
+    case MPIX_DEVICE_FLOAT:
+        return 4;
+    default:
+        return 8;
+    }
+}
+
+/* An 8- or 16-bit integer element at @p t, by compare-and-swap on the aligned 32-bit word
+ * holding it (little-endian: the element is at byte t % 4 of the word); the word's other
+ * bytes are written back as read. */
+template <typename T, typename U>
+__device__ static inline void host_acc_sub(bool same_gpu, MPIX_Device_op op, char *t,
+                                           const char *origin, char *result)
+{
+    unsigned int *w = (unsigned int *)((uintptr_t)t & ~(uintptr_t)3);
+    unsigned int shift = (unsigned int)((uintptr_t)t & 3) * 8;
+    unsigned int mask = (unsigned int)(U)~(U)0 << shift;
+    unsigned int cur = *(volatile unsigned int *)w, seen;
+    T o = 0, oldv, newv;
+
+    if (origin != NULL) {
+        memcpy(&o, origin, sizeof(T));
+    }
+    for (;;) {
+        oldv = (T)(U)(cur >> shift);
+        (void)gpuic_dev_combiner<T, true>::apply(op, o, oldv, &newv);
+        if (op == MPIX_DEVICE_NO_OP) {
+            break;
+        }
+        seen = gpuic_dev_cas32_scoped(same_gpu, w, cur,
+                                      (cur & ~mask) | ((unsigned int)(U)newv << shift));
+        if (seen == cur) {
+            break;
+        }
+        cur = seen;
+    }
+    if (result != NULL) {
+        memcpy(result, &oldv, sizeof(T));
+    }
+}
+
 /* Combines packed element @p p into the target element at @p t. */
 __device__ static inline void host_acc_elem(const acc_args_t &a, bool same_gpu, char *t,
                                             uint64_t p)
 {
     MPIX_Device_type type = (MPIX_Device_type)a.type;
     MPIX_Device_op op = (MPIX_Device_op)a.op;
-    size_t esize = type == MPIX_DEVICE_INT32 || type == MPIX_DEVICE_UINT32 ||
-                           type == MPIX_DEVICE_FLOAT
-                       ? 4
-                       : 8;
+    size_t esize = host_acc_esize(a.type);
     const char *origin = a.origin != 0 ? (const char *)(uintptr_t)a.origin + p * esize : NULL;
     char *result = a.result != 0 ? (char *)(uintptr_t)a.result + p * esize : NULL;
+
+    switch (a.type) {
+    case MPIX_GPUIC_ACC_INT8:
+        host_acc_sub<int8_t, uint8_t>(same_gpu, op, t, origin, result);
+        return;
+    case MPIX_GPUIC_ACC_UINT8:
+        host_acc_sub<uint8_t, uint8_t>(same_gpu, op, t, origin, result);
+        return;
+    case MPIX_GPUIC_ACC_INT16:
+        host_acc_sub<int16_t, uint16_t>(same_gpu, op, t, origin, result);
+        return;
+    case MPIX_GPUIC_ACC_UINT16:
+        host_acc_sub<uint16_t, uint16_t>(same_gpu, op, t, origin, result);
+        return;
+    default:
+        break;
+    }
 
     if (origin != NULL && op == MPIX_DEVICE_SUM) {
         switch (type) {
@@ -494,10 +561,7 @@ extern "C" __global__ void mpix_gpuic_k_host_acc(acc_args_t a)
     gpuic_dev_stream_prologue();
 
     bool same_gpu = (a.flags & MPIX_GPUIC_STREAM_SAME_GPU) != 0;
-    size_t esize = a.type == MPIX_DEVICE_INT32 || a.type == MPIX_DEVICE_UINT32 ||
-                           a.type == MPIX_DEVICE_FLOAT
-                       ? 4
-                       : 8;
+    size_t esize = host_acc_esize(a.type);
 
     if (a.runs == 0) {
         uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
@@ -519,13 +583,32 @@ extern "C" __global__ void mpix_gpuic_k_host_acc(acc_args_t a)
     }
 }
 
-/* Compare-and-swap of one element of 4 or 8 bytes (@p type's size). */
+/* Compare-and-swap of one element of 1, 2, 4 or 8 bytes (@p type's size); elements of 1 and
+ * 2 bytes by compare-and-swap on the aligned 32-bit word holding them. */
 __device__ static inline void host_cas(bool same_gpu, int type, uint64_t target, uint64_t origin,
                                        uint64_t compare, uint64_t result)
 {
     void *t = (void *)(uintptr_t)target;
+    size_t esize = host_acc_esize(type);
 
-    if (type == MPIX_DEVICE_INT32 || type == MPIX_DEVICE_UINT32 || type == MPIX_DEVICE_FLOAT) {
+    if (esize < 4) {
+        unsigned int *w = (unsigned int *)(target & ~(uint64_t)3);
+        unsigned int shift = (unsigned int)(target & 3) * 8;
+        unsigned int mask = (esize == 1 ? 0xffu : 0xffffu) << shift;
+        unsigned int v = 0, c = 0, cur = *(volatile unsigned int *)w, seen;
+
+        memcpy(&v, (const void *)(uintptr_t)origin, esize);
+        memcpy(&c, (const void *)(uintptr_t)compare, esize);
+        while (((cur & mask) >> shift) == c) {
+            seen = gpuic_dev_cas32_scoped(same_gpu, w, cur, (cur & ~mask) | (v << shift));
+            if (seen == cur) {
+                break;
+            }
+            cur = seen;
+        }
+        c = (cur & mask) >> shift;
+        memcpy((void *)(uintptr_t)result, &c, esize);
+    } else if (esize == 4) {
         unsigned int v = *(const unsigned int *)(uintptr_t)origin;
         unsigned int c = *(const unsigned int *)(uintptr_t)compare;
 
@@ -589,10 +672,7 @@ __device__ static inline void agent_exec(const mpix_gpuic_agent_cmd_t *c, unsign
         break;
     case MPIX_GPUIC_AGENT_ACC: {
         acc_args_t a;
-        size_t esize = c->type == MPIX_DEVICE_INT32 || c->type == MPIX_DEVICE_UINT32 ||
-                               c->type == MPIX_DEVICE_FLOAT
-                           ? 4
-                           : 8;
+        size_t esize = host_acc_esize(c->type);
 
         a.origin = c->origin;
         a.result = c->result;
