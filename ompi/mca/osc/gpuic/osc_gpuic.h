@@ -217,6 +217,11 @@ typedef struct ompi_osc_gpuic_module {
      *  atomics use CPU atomics on the mappings.  Decided collectively at creation: every origin
      *  must use the same kind of atomics on a word, or atomicity is lost. */
     bool                       all_direct;
+    /** Every process maps every peer's state block, so the state words (locks, the
+     *  accumulate lock and announcements, PSCW counters) take CPU atomics on the mappings, also
+     *  where the window memory is not mapped (GPU windows).  Collective like all_direct, and
+     *  implied by it. */
+    bool                       state_direct;
     gpuic_mr_t                 *mr;        /**< registration of the window; NULL when size is 0 */
     gpuic_mr_t                 *state_mr;  /**< registration of the state block */
     ompi_osc_gpuic_state_t     *state;

@@ -44,7 +44,7 @@ int ompi_osc_gpuic_state_fetch(ompi_osc_gpuic_module_t *module, int target, size
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
     gpuic_status_t status;
 
-    if (module->all_direct) {
+    if (module->state_direct) {
         *old_p = ompi_osc_gpuic_cpu_atomic((uint64_t *)(peer->state_direct + offset), op, value,
                                            compare);
         return OMPI_SUCCESS;
@@ -83,7 +83,7 @@ uint64_t ompi_osc_gpuic_state_read_local(ompi_osc_gpuic_module_t *module, size_t
  * holding it for a bulk update (0: none).  A single-element atomic announces itself first:
  * - through UCX, in the word's low half, a count of atomics in flight: the announcement and the
  *   check for a holder are then one atomic;
- * - on all_direct windows, in its origin's own announcement word (its own cache line, so that
+ * - on state_direct windows, in its origin's own announcement word (its own cache line, so that
  *   origins do not move each other's lines), then a sequentially consistent read of the lock
  *   word (Dekker: a holder sets the lock word, then reads every announcement).
  * It backs out while a holder is seen.  A bulk holder sets its half, then waits until every
@@ -100,7 +100,7 @@ static size_t ompi_osc_gpuic_acc_word(void)
 /* Reads the target's accumulate lock word (an atomic add of 0 through UCX). */
 static int ompi_osc_gpuic_acc_read(ompi_osc_gpuic_module_t *module, int target, uint64_t *v_p)
 {
-    if (module->all_direct) {
+    if (module->state_direct) {
         *v_p = __atomic_load_n((uint64_t *)(module->peers[target].state_direct +
                                             ompi_osc_gpuic_acc_word()),
                                __ATOMIC_ACQUIRE);
@@ -157,7 +157,7 @@ int ompi_osc_gpuic_acc_lock(ompi_osc_gpuic_module_t *module, int target)
     }
     /* Then wait for the single-element atomics already in flight. */
     wait = (gpuic_wait_t)GPUIC_WAIT_INIT;
-    if (module->all_direct) {
+    if (module->state_direct) {
         int n = ompi_comm_size(module->comm), r = 0;
         char *state = module->peers[target].state_direct;
 
@@ -192,7 +192,7 @@ int ompi_osc_gpuic_acc_lock(ompi_osc_gpuic_module_t *module, int target)
     return OMPI_SUCCESS;
 }
 
-/* This process's announcement word in @p target's state block (all_direct windows). */
+/* This process's announcement word in @p target's state block (state_direct windows). */
 static uint64_t *ompi_osc_gpuic_acc_flag(ompi_osc_gpuic_module_t *module, int target)
 {
     return (uint64_t *)(module->peers[target].state_direct +
@@ -200,7 +200,7 @@ static uint64_t *ompi_osc_gpuic_acc_flag(ompi_osc_gpuic_module_t *module, int ta
                                                              ompi_comm_rank(module->comm)));
 }
 
-/* The all_direct form of acc_enter: announce, then look for a holder. */
+/* The state_direct form of acc_enter: announce, then look for a holder. */
 static int ompi_osc_gpuic_acc_enter_direct(ompi_osc_gpuic_module_t *module, int target)
 {
     uint64_t *flag = ompi_osc_gpuic_acc_flag(module, target), *lock;
@@ -244,7 +244,7 @@ int ompi_osc_gpuic_acc_enter(ompi_osc_gpuic_module_t *module, int target)
     uint64_t old = 0;
     int rc;
 
-    if (module->all_direct) {
+    if (module->state_direct) {
         return ompi_osc_gpuic_acc_enter_direct(module, target);
     }
     for (;;) {
@@ -272,7 +272,7 @@ int ompi_osc_gpuic_acc_leave(ompi_osc_gpuic_module_t *module, int target)
 {
     uint64_t old = 0;
 
-    if (module->all_direct) {
+    if (module->state_direct) {
         __atomic_fetch_sub(ompi_osc_gpuic_acc_flag(module, target), 1, __ATOMIC_RELEASE);
         return OMPI_SUCCESS;
     }

@@ -350,28 +350,32 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
     return OMPI_SUCCESS;
 }
 
-/* all_direct holds when every process maps every peer's window (if not empty) and state. */
+/* all_direct holds when every process maps every peer's window (if not empty) and state;
+ * state_direct when every process maps every peer's state block. */
 static int ompi_osc_gpuic_decide_direct(ompi_osc_gpuic_module_t *module)
 {
     struct ompi_communicator_t *comm = module->comm;
-    int n = ompi_comm_size(comm), i, mine = 1, all = 0, rc;
+    int n = ompi_comm_size(comm), i, mine[2] = {1, 1}, all[2] = {0, 0}, rc;
 
     /* Attached user memory cannot be mapped by peers. */
     if (module->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
-        mine = 0;
+        mine[0] = 0;
     }
     for (i = 0; i < n; ++i) {
         const ompi_osc_gpuic_peer_t *peer = &module->peers[i];
 
         /* CPU atomics cannot reach device memory. */
-        if ((peer->win.size > 0 && (peer->win.direct == NULL || peer->win.gpu)) ||
-            peer->state_direct == NULL) {
-            mine = 0;
+        if (peer->win.size > 0 && (peer->win.direct == NULL || peer->win.gpu)) {
+            mine[0] = 0;
+        }
+        if (peer->state_direct == NULL) {
+            mine[0] = mine[1] = 0;
         }
     }
-    rc = comm->c_coll->coll_allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm,
+    rc = comm->c_coll->coll_allreduce(mine, all, 2, MPI_INT, MPI_MIN, comm,
                                       comm->c_coll->coll_allreduce_module);
-    module->all_direct = rc == OMPI_SUCCESS && all == 1;
+    module->all_direct = rc == OMPI_SUCCESS && all[0] == 1;
+    module->state_direct = rc == OMPI_SUCCESS && all[1] == 1;
     return rc;
 }
 
