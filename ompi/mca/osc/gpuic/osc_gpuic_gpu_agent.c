@@ -31,6 +31,7 @@ struct ompi_osc_gpuic_agent {
     mpix_gpuic_agent_ring_t *ring;  /* mapped pinned memory */
     void                    *stream;
     uint64_t                posted; /* the last command published */
+    uint64_t                launches;
 };
 
 static int ompi_osc_gpuic_agent_create(ompi_osc_gpuic_module_t *module)
@@ -130,6 +131,7 @@ int ompi_osc_gpuic_agent_commit(ompi_osc_gpuic_module_t *module, uint64_t *seq_p
     if (ompi_osc_gpuic_agent_load(&ring->state) == MPIX_GPUIC_AGENT_STOPPED) {
         __atomic_store_n(&ring->state, MPIX_GPUIC_AGENT_RUNNING, __ATOMIC_RELEASE);
         rc = ompi_osc_gpuic_stream_launch(MPIX_GPUIC_K_AGENT, 1, 32, agent->stream, &arg);
+        agent->launches++;
         if (rc != OMPI_SUCCESS) {
             __atomic_store_n(&ring->state, MPIX_GPUIC_AGENT_STOPPED, __ATOMIC_RELEASE);
             gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: cannot launch the window agent",
@@ -232,6 +234,9 @@ void ompi_osc_gpuic_agent_release(ompi_osc_gpuic_module_t *module)
         (void)ompi_osc_gpuic_agent_commit(module, &seq);
     }
     (void)gpuic_cuda_stream_synchronize(agent->stream);
+    gpuic_log(GPUIC_LOG_INFO, "rank %d: window %d: the window agent executed %llu commands in "
+              "%llu launches", ompi_comm_rank(module->comm), module->id,
+              (unsigned long long)agent->posted, (unsigned long long)agent->launches);
     gpuic_cuda_stream_destroy(agent->stream);
     gpuic_cuda_host_free(agent->ring);
     free(agent);
