@@ -235,7 +235,7 @@ void ompi_osc_gpuic_agent_release(ompi_osc_gpuic_module_t *module)
     }
     (void)gpuic_cuda_stream_synchronize(agent->stream);
     gpuic_log(GPUIC_LOG_INFO, "rank %d: window %d: the window agent executed %llu commands in "
-              "%llu launches", ompi_comm_rank(module->comm), module->id,
+              "%llu launches", module->comm != NULL ? ompi_comm_rank(module->comm) : -1, module->id,
               (unsigned long long)agent->posted, (unsigned long long)agent->launches);
     gpuic_cuda_stream_destroy(agent->stream);
     gpuic_cuda_host_free(agent->ring);
