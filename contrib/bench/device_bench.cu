@@ -32,6 +32,10 @@
  *                             blocks taking 256 KiB chunks round-robin (--bw-chunk N: N-byte
  *                             chunks, 0: one slice a block), 8 B .. --max-bytes
  *   gpuic get_bw              the same with MPIX_Get_device_block (remote loads; P2P runs)
+ *   gpuic put_bw_1block       one MPIX_Put_device_block of 8 MiB (or --max-bytes if smaller)
+ *                             from one block of 1024 threads, then a flush (on the proxy path:
+ *                             one call large enough to go without staging)
+ *   gpuic get_bw_1block       the same with one MPIX_Get_device_block (proxy runs too)
  *   floor ipc_store_pingpong  raw stores + fence through the same CUDA IPC mapping, one way
  *   floor gpu_cpu_gpu_rtt     kernel -> host thread -> kernel through mapped pinned memory
  *                             (the suffixed rows: other store, fence and load flavours,
@@ -654,6 +658,35 @@ int main(int argc, char **argv)
                 cudaEventDestroy(e0);
                 cudaEventDestroy(e1);
             }
+        }
+        /* one block, one call: what a single large put or get moves (through the proxy, the
+         * transfer the copy engine takes whole) */
+        for (int get = 0; get < 2; ++get) {
+            size_t bytes = max_bytes < (8u << 20) ? max_bytes : (8u << 20);
+            const int reps = 20;
+            cudaEvent_t e0, e1;
+            float ms;
+            cudaEventCreate(&e0);
+            cudaEventCreate(&e1);
+            for (int r = 0; r <= reps; ++r) {
+                if (r == 1) cudaEventRecord(e0); /* the first launch warms up */
+                if (get) {
+                    k_get_bw<<<1, 1024>>>(h, peer, d_src, bytes, bw_off);
+                } else {
+                    k_bw<<<1, 1024>>>(h, peer, d_src, bytes, bw_off, 0);
+                }
+            }
+            cudaEventRecord(e1);
+            cudaEventSynchronize(e1);
+            if (cudaGetLastError() != cudaSuccess) {
+                fprintf(stderr, "device_bench: one-block %s failed\n", get ? "get" : "put");
+            } else {
+                cudaEventElapsedTime(&ms, e0, e1);
+                row(label, get ? "get_bw_1block" : "put_bw_1block", bytes,
+                    bytes * (double)reps / (ms * 1e-3) / 1e9, "GB/s");
+            }
+            cudaEventDestroy(e0);
+            cudaEventDestroy(e1);
         }
     }
     MPI_Win_unlock_all(win);
