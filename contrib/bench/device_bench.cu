@@ -282,6 +282,42 @@ __global__ void k_get_bw(MPIX_Win_device win, int peer, char *dst, size_t bytes,
     }
 }
 
+/*
+ * Times @p reps launches, after one that warms up, of @p blocks blocks of 1024 threads putting
+ * (k_bw, chunks of @p chunk) or getting (k_get_bw) @p bytes; returns GB/s, or -1 when a launch
+ * failed (too many registers for 1024 threads: it would otherwise read as a huge bandwidth).
+ */
+static double bw_measure(MPIX_Win_device h, int peer, char *d_src, size_t bytes, size_t bw_off,
+                         int blocks, size_t chunk, bool get, int reps)
+{
+    cudaEvent_t e0, e1;
+    cudaError_t err;
+    float ms = 0;
+
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    for (int r = 0; r <= reps; ++r) {
+        if (r == 1) cudaEventRecord(e0); /* the first launch warms up */
+        if (get) {
+            k_get_bw<<<blocks, 1024>>>(h, peer, d_src, bytes, bw_off);
+        } else {
+            k_bw<<<blocks, 1024>>>(h, peer, d_src, bytes, bw_off, chunk);
+        }
+    }
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    err = cudaGetLastError();
+    if (err == cudaSuccess) {
+        cudaEventElapsedTime(&ms, e0, e1);
+    } else {
+        fprintf(stderr, "device_bench: %s at %zu bytes from %d blocks: %s\n",
+                get ? "k_get_bw" : "k_bw", bytes, blocks, cudaGetErrorString(err));
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return err == cudaSuccess ? bytes * (double)reps / (ms * 1e-3) / 1e9 : -1;
+}
+
 /* Dissection of put + flush on the same mapping: what a store, each fence flavour and the
  * API's checks cost per operation (mode 0: store only, 1: store + fence.acq_rel.gpu,
  * 2: store + fence.sc.gpu (__threadfence), 3: store + fence.acq_rel.sys, 4: MPIX_Put_device
@@ -628,65 +664,22 @@ int main(int argc, char **argv)
         for (int get = 0; get < kinds; ++get) {
             for (size_t bytes = 8; bytes <= max_bytes;
                  bytes = bw_next_size(bytes, max_bytes)) {
-                int reps = bytes < (1 << 20) ? 200 : 20;
-                cudaEvent_t e0, e1;
-                cudaError_t err;
-                float ms;
-                cudaEventCreate(&e0);
-                cudaEventCreate(&e1);
-                for (int r = 0; r <= reps; ++r) {
-                    if (r == 1) cudaEventRecord(e0); /* the first launch warms up */
-                    if (get) {
-                        k_get_bw<<<132, 1024>>>(h, peer, d_src, bytes, bw_off);
-                    } else {
-                        k_bw<<<132, 1024>>>(h, peer, d_src, bytes, bw_off, bw_chunk);
-                    }
-                }
-                cudaEventRecord(e1);
-                cudaEventSynchronize(e1);
-                err = cudaGetLastError();
-                if (err != cudaSuccess) {
-                    /* a launch that failed (too many registers for 1024 threads) would
-                     * otherwise read as a huge bandwidth */
-                    fprintf(stderr, "device_bench: %s at %zu bytes: %s\n",
-                            get ? "k_get_bw" : "k_bw", bytes, cudaGetErrorString(err));
+                double gbs = bw_measure(h, peer, d_src, bytes, bw_off, 132, bw_chunk, get,
+                                        bytes < (1 << 20) ? 200 : 20);
+                if (gbs < 0) {
                     break;
                 }
-                cudaEventElapsedTime(&ms, e0, e1);
-                row(label, get ? "get_bw" : "put_bw", bytes,
-                    bytes * (double)reps / (ms * 1e-3) / 1e9, "GB/s");
-                cudaEventDestroy(e0);
-                cudaEventDestroy(e1);
+                row(label, get ? "get_bw" : "put_bw", bytes, gbs, "GB/s");
             }
         }
         /* one block, one call: what a single large put or get moves (through the proxy, the
          * transfer the copy engine takes whole) */
         for (int get = 0; get < 2; ++get) {
             size_t bytes = max_bytes < (8u << 20) ? max_bytes : (8u << 20);
-            const int reps = 20;
-            cudaEvent_t e0, e1;
-            float ms;
-            cudaEventCreate(&e0);
-            cudaEventCreate(&e1);
-            for (int r = 0; r <= reps; ++r) {
-                if (r == 1) cudaEventRecord(e0); /* the first launch warms up */
-                if (get) {
-                    k_get_bw<<<1, 1024>>>(h, peer, d_src, bytes, bw_off);
-                } else {
-                    k_bw<<<1, 1024>>>(h, peer, d_src, bytes, bw_off, 0);
-                }
+            double gbs = bw_measure(h, peer, d_src, bytes, bw_off, 1, 0, get, 20);
+            if (gbs >= 0) {
+                row(label, get ? "get_bw_1block" : "put_bw_1block", bytes, gbs, "GB/s");
             }
-            cudaEventRecord(e1);
-            cudaEventSynchronize(e1);
-            if (cudaGetLastError() != cudaSuccess) {
-                fprintf(stderr, "device_bench: one-block %s failed\n", get ? "get" : "put");
-            } else {
-                cudaEventElapsedTime(&ms, e0, e1);
-                row(label, get ? "get_bw_1block" : "put_bw_1block", bytes,
-                    bytes * (double)reps / (ms * 1e-3) / 1e9, "GB/s");
-            }
-            cudaEventDestroy(e0);
-            cudaEventDestroy(e1);
         }
     }
     MPI_Win_unlock_all(win);

@@ -63,8 +63,8 @@ extern "C" {
  * unified address, e.g. the origin of a device put): the proxy moves such data only with its
  * copy function or a transport that reaches device memory, never with CPU loads or stores.
  * RDMA_WRITE, RDMA_READ and PUT_SIGNAL take it; the proxy refuses it on atomics and
- * accumulates, whose operands and results it handles with the CPU.  Any other lkey (producers write 0) means memory the proxy thread may load and store (a
- * staging area, a host buffer).
+ * accumulates, whose operands and results it handles with the CPU.  Any other lkey (producers
+ * write 0) means memory the proxy thread may load and store (a staging area, a host buffer).
  */
 #define GPUIC_WQE_LKEY_DEVICE 0xffffffffu
 

@@ -779,6 +779,16 @@ static long large_bad(const unsigned char *host, size_t off, size_t len, int wri
     return bad;
 }
 
+/* Checks that a large transfer's check found @p bad wrong bytes: none. */
+static void large_report(const char *what, size_t bytes, size_t off, bool block, long bad)
+{
+    if (bad) {
+        fprintf(stderr, "[rank %d] large %s of %zu bytes at %zu (%s): %ld wrong bytes\n", rank,
+                what, bytes, off, block ? "block" : "thread", bad);
+    }
+    CHECK(bad == 0);
+}
+
 static void test_large(MPI_Info info)
 {
     /* sizes about the proxy's zero-copy threshold (64 KiB), 1 MiB, and over one 8 MiB entry;
@@ -805,7 +815,6 @@ static void test_large(MPI_Info info)
     MPI_Win_lock_all(0, win);
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); ++c) {
         size_t bytes = cases[c].bytes, off = cases[c].win_off, boff = cases[c].buf_off;
-        long bad;
 
         CUDA_CHECK(cudaMemset(base, 0xee, LARGE_WIN));
         CUDA_CHECK(cudaDeviceSynchronize());
@@ -817,12 +826,7 @@ static void test_large(MPI_Info info)
         CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
         MPI_Barrier(MPI_COMM_WORLD);
         CUDA_CHECK(cudaMemcpy(host, base, LARGE_WIN, cudaMemcpyDefault));
-        bad = large_bad(host, off, bytes, left, 0xee);
-        if (bad) {
-            fprintf(stderr, "[rank %d] large put of %zu bytes at %zu (%s): %ld wrong bytes\n",
-                    rank, bytes, off, cases[c].block ? "block" : "thread", bad);
-        }
-        CHECK(bad == 0);
+        large_report("put", bytes, off, cases[c].block, large_bad(host, off, bytes, left, 0xee));
         MPI_Barrier(MPI_COMM_WORLD);
 
         /* the right neighbour's window holds this rank's pattern now */
@@ -832,12 +836,7 @@ static void test_large(MPI_Info info)
         run_kernel_rc(d_rc, h_rc);
         CHECK(h_rc[0] == MPI_SUCCESS);
         CUDA_CHECK(cudaMemcpy(host, d_buf, LARGE_WIN, cudaMemcpyDefault));
-        bad = large_bad(host, boff, bytes, rank, 0);
-        if (bad) {
-            fprintf(stderr, "[rank %d] large get of %zu bytes at %zu (%s): %ld wrong bytes\n",
-                    rank, bytes, off, cases[c].block ? "block" : "thread", bad);
-        }
-        CHECK(bad == 0);
+        large_report("get", bytes, off, cases[c].block, large_bad(host, boff, bytes, rank, 0));
         MPI_Barrier(MPI_COMM_WORLD);
     }
 
@@ -845,7 +844,6 @@ static void test_large(MPI_Info info)
     {
         size_t bytes = (3u << 20) + 5, off = 3;
         uint64_t sig = 0;
-        long bad;
 
         CUDA_CHECK(cudaMemset(base, 0xee, LARGE_WIN));
         CUDA_CHECK(cudaMemset(base + LARGE_SIG, 0, 8));
@@ -860,11 +858,8 @@ static void test_large(MPI_Info info)
         CUDA_CHECK(cudaMemcpy(host, base, LARGE_WIN, cudaMemcpyDefault));
         memcpy(&sig, host + LARGE_SIG, 8);
         CHECK(sig == (uint64_t)(1000 + left));
-        bad = large_bad(host, off, bytes, left + 3, 0xee);
-        if (bad) {
-            fprintf(stderr, "[rank %d] large put-with-signal: %ld wrong bytes\n", rank, bad);
-        }
-        CHECK(bad == 0);
+        large_report("put-with-signal", bytes, off, false,
+                     large_bad(host, off, bytes, left + 3, 0xee));
     }
     MPI_Win_unlock_all(win);
     MPI_Win_free(&win);

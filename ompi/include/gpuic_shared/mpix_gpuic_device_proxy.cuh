@@ -834,14 +834,17 @@ __device__ static inline bool gpuic_dev_proxy_zcopy_fits(const void *buf, size_t
  * buffer itself (lkey GPUIC_WQE_LKEY_DEVICE), which the proxy moves with the copy engine or
  * UCX; a put-with-signal's last piece travels in its PUT_SIGNAL entry.  Returns once every
  * entry has completed: a put's origin has been read by then, as a staged put's has when it
- * returns (MPIX_Win_flush_local_device() relies on it), and a get's data is in place.
- * Not inlined: its registers stay out of the small transfers' path.
+ * returns (MPIX_Win_flush_local_device() relies on it), and a get's data is in place (a get
+ * that gives up waiting, the queue's timeout passed, leaves the proxy to write the buffer
+ * whenever it gets there).  Entries are built in the caller's @p wqe.  Left to inline: as a
+ * call, its ABI cost wide kernels registers, stack and spills that inlining does not
+ * (docs/performance-history.md, "Device register counts").
  */
-__device__ static __noinline__ int gpuic_dev_proxy_zcopy(const MPIX_Device_target *t,
-                                                         uint8_t opcode, const void *local,
-                                                         size_t bytes, uint64_t raddr,
-                                                         uint64_t sig_raddr, uint64_t value,
-                                                         uint8_t sig_op)
+__device__ static inline int gpuic_dev_proxy_zcopy(const MPIX_Device_target *t,
+                                                         gpuic_wqe_t *wqe, uint8_t opcode,
+                                                         const void *local, size_t bytes,
+                                                         uint64_t raddr, uint64_t sig_raddr,
+                                                         uint64_t value, uint8_t sig_op)
 {
     MPIX_Gpuic_device_queue *q = t->queue;
     uint64_t laddr = (uint64_t)(uintptr_t)local, seq = 0, end = 0;
@@ -851,7 +854,6 @@ __device__ static __noinline__ int gpuic_dev_proxy_zcopy(const MPIX_Device_targe
     /* a put-with-signal's PUT_SIGNAL entry carries its last piece */
     size_t head = signal ? (bytes - 1) / GPUIC_DEV_PROXY_ZCOPY_CHUNK * GPUIC_DEV_PROXY_ZCOPY_CHUNK
                          : bytes;
-    gpuic_wqe_t wqe;
     gpuic_wqe_hdr_t h;
     int rc;
 
@@ -873,10 +875,10 @@ __device__ static __noinline__ int gpuic_dev_proxy_zcopy(const MPIX_Device_targe
                                                                   : GPUIC_DEV_PROXY_ZCOPY_CHUNK;
 
             h = gpuic_dev_proxy_hdr(t, seq + i);
-            gpuic_wqe_build_rdma(&wqe, &h, op, laddr + off, GPUIC_WQE_LKEY_DEVICE,
+            gpuic_wqe_build_rdma(wqe, &h, op, laddr + off, GPUIC_WQE_LKEY_DEVICE,
                                  (uint32_t)len, raddr + off, t->key);
             gpuic_dev_proxy_trace_open(q, seq + i, op, len, t0);
-            gpuic_dev_proxy_write(q, seq + i, &wqe, 1);
+            gpuic_dev_proxy_write(q, seq + i, wqe, 1);
             off += len;
         }
         gpuic_dev_proxy_trace_published(q, seq, n, 1, t_fenced);
@@ -888,11 +890,11 @@ __device__ static __noinline__ int gpuic_dev_proxy_zcopy(const MPIX_Device_targe
             return rc;
         }
         h = gpuic_dev_proxy_hdr(t, seq);
-        gpuic_wqe_build_put_signal(&wqe, &h, laddr + head, GPUIC_WQE_LKEY_DEVICE,
+        gpuic_wqe_build_put_signal(wqe, &h, laddr + head, GPUIC_WQE_LKEY_DEVICE,
                                    (uint32_t)(bytes - head), raddr + head, t->key, sig_raddr,
                                    t->key, sig_op, value);
         gpuic_dev_proxy_trace_open(q, seq, GPUIC_WQE_OP_PUT_SIGNAL, bytes - head, t0);
-        gpuic_dev_proxy_write(q, seq, &wqe, 2);
+        gpuic_dev_proxy_write(q, seq, wqe, 2);
         gpuic_dev_proxy_trace_published(q, seq, 1, 2, t_fenced);
         end = seq + 2;
     }
@@ -930,7 +932,8 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
         return MPI_SUCCESS;
     }
     if (gpuic_dev_proxy_zcopy_fits(origin, bytes)) {
-        return gpuic_dev_proxy_zcopy(t, GPUIC_WQE_OP_RDMA_WRITE, origin, bytes, raddr, 0, 0, 0);
+        return gpuic_dev_proxy_zcopy(t, &wqe, GPUIC_WQE_OP_RDMA_WRITE, origin, bytes, raddr, 0, 0,
+                                     0);
     }
     for (size_t off = 0; off < bytes;) {
         size_t chunk_max = q->stage_bytes, left = bytes - off, pos = off;
@@ -978,7 +981,8 @@ __device__ static inline int gpuic_dev_proxy_get(const MPIX_Device_target *t, vo
     int rc;
 
     if (gpuic_dev_proxy_zcopy_fits(origin, bytes)) {
-        return gpuic_dev_proxy_zcopy(t, GPUIC_WQE_OP_RDMA_READ, origin, bytes, raddr, 0, 0, 0);
+        return gpuic_dev_proxy_zcopy(t, &wqe, GPUIC_WQE_OP_RDMA_READ, origin, bytes, raddr, 0, 0,
+                                     0);
     }
     for (size_t off = 0; off < bytes;) {
         size_t chunk_max = q->stage_bytes, left = bytes - off, pos = off;
@@ -1089,8 +1093,8 @@ __device__ static inline int gpuic_dev_proxy_put_signal(const MPIX_Device_target
     int rc;
 
     if (gpuic_dev_proxy_zcopy_fits(origin, bytes)) {
-        return gpuic_dev_proxy_zcopy(t, GPUIC_WQE_OP_PUT_SIGNAL, origin, bytes, raddr, sig_raddr,
-                                     value, sig_op);
+        return gpuic_dev_proxy_zcopy(t, &wqe, GPUIC_WQE_OP_PUT_SIGNAL, origin, bytes, raddr,
+                                     sig_raddr, value, sig_op);
     }
     /* everything but the last staging area's worth goes as plain puts first */
     if (bytes > q->stage_bytes) {
