@@ -32,6 +32,10 @@
  *                             blocks taking 256 KiB chunks round-robin (--bw-chunk N: N-byte
  *                             chunks, 0: one slice a block), 8 B .. --max-bytes
  *   gpuic get_bw              the same with MPIX_Get_device_block (remote loads; P2P runs)
+ *   gpuic put_bw_1block       one MPIX_Put_device_block of 8 MiB (or --max-bytes if smaller)
+ *                             from one block of 1024 threads, then a flush (on the proxy path:
+ *                             one call large enough to go without staging)
+ *   gpuic get_bw_1block       the same with one MPIX_Get_device_block (proxy runs too)
  *   floor ipc_store_pingpong  raw stores + fence through the same CUDA IPC mapping, one way
  *   floor gpu_cpu_gpu_rtt     kernel -> host thread -> kernel through mapped pinned memory
  *                             (the suffixed rows: other store, fence and load flavours,
@@ -276,6 +280,42 @@ __global__ void k_get_bw(MPIX_Win_device win, int peer, char *dst, size_t bytes,
     if (block_slice(bytes, &off, &len)) {
         MPIX_Get_device_block(dst + off, len, peer, (MPI_Aint)(win_off + off), win);
     }
+}
+
+/*
+ * Times @p reps launches, after one that warms up, of @p blocks blocks of 1024 threads putting
+ * (k_bw, chunks of @p chunk) or getting (k_get_bw) @p bytes; returns GB/s, or -1 when a launch
+ * failed (too many registers for 1024 threads: it would otherwise read as a huge bandwidth).
+ */
+static double bw_measure(MPIX_Win_device h, int peer, char *d_src, size_t bytes, size_t bw_off,
+                         int blocks, size_t chunk, bool get, int reps)
+{
+    cudaEvent_t e0, e1;
+    cudaError_t err;
+    float ms = 0;
+
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    for (int r = 0; r <= reps; ++r) {
+        if (r == 1) cudaEventRecord(e0); /* the first launch warms up */
+        if (get) {
+            k_get_bw<<<blocks, 1024>>>(h, peer, d_src, bytes, bw_off);
+        } else {
+            k_bw<<<blocks, 1024>>>(h, peer, d_src, bytes, bw_off, chunk);
+        }
+    }
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    err = cudaGetLastError();
+    if (err == cudaSuccess) {
+        cudaEventElapsedTime(&ms, e0, e1);
+    } else {
+        fprintf(stderr, "device_bench: %s at %zu bytes from %d blocks: %s\n",
+                get ? "k_get_bw" : "k_bw", bytes, blocks, cudaGetErrorString(err));
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return err == cudaSuccess ? bytes * (double)reps / (ms * 1e-3) / 1e9 : -1;
 }
 
 /* Dissection of put + flush on the same mapping: what a store, each fence flavour and the
@@ -624,35 +664,21 @@ int main(int argc, char **argv)
         for (int get = 0; get < kinds; ++get) {
             for (size_t bytes = 8; bytes <= max_bytes;
                  bytes = bw_next_size(bytes, max_bytes)) {
-                int reps = bytes < (1 << 20) ? 200 : 20;
-                cudaEvent_t e0, e1;
-                cudaError_t err;
-                float ms;
-                cudaEventCreate(&e0);
-                cudaEventCreate(&e1);
-                for (int r = 0; r <= reps; ++r) {
-                    if (r == 1) cudaEventRecord(e0); /* the first launch warms up */
-                    if (get) {
-                        k_get_bw<<<132, 1024>>>(h, peer, d_src, bytes, bw_off);
-                    } else {
-                        k_bw<<<132, 1024>>>(h, peer, d_src, bytes, bw_off, bw_chunk);
-                    }
-                }
-                cudaEventRecord(e1);
-                cudaEventSynchronize(e1);
-                err = cudaGetLastError();
-                if (err != cudaSuccess) {
-                    /* a launch that failed (too many registers for 1024 threads) would
-                     * otherwise read as a huge bandwidth */
-                    fprintf(stderr, "device_bench: %s at %zu bytes: %s\n",
-                            get ? "k_get_bw" : "k_bw", bytes, cudaGetErrorString(err));
+                double gbs = bw_measure(h, peer, d_src, bytes, bw_off, 132, bw_chunk, get,
+                                        bytes < (1 << 20) ? 200 : 20);
+                if (gbs < 0) {
                     break;
                 }
-                cudaEventElapsedTime(&ms, e0, e1);
-                row(label, get ? "get_bw" : "put_bw", bytes,
-                    bytes * (double)reps / (ms * 1e-3) / 1e9, "GB/s");
-                cudaEventDestroy(e0);
-                cudaEventDestroy(e1);
+                row(label, get ? "get_bw" : "put_bw", bytes, gbs, "GB/s");
+            }
+        }
+        /* one block, one call: what a single large put or get moves (through the proxy, the
+         * transfer the copy engine takes whole) */
+        for (int get = 0; get < 2; ++get) {
+            size_t bytes = max_bytes < (8u << 20) ? max_bytes : (8u << 20);
+            double gbs = bw_measure(h, peer, d_src, bytes, bw_off, 1, 0, get, 20);
+            if (gbs >= 0) {
+                row(label, get ? "get_bw_1block" : "put_bw_1block", bytes, gbs, "GB/s");
             }
         }
     }

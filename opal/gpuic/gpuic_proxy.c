@@ -225,6 +225,7 @@ gpuic_status_t gpuic_proxy_create(const gpuic_proxy_params_t *params, gpuic_prox
     if (proxy->params.max_msg_size == 0) {
         proxy->params.max_msg_size = GPUIC_PROXY_DEFAULT_MAX_MSG;
     }
+    proxy->ucx_device = gpuic_context_reaches_device_memory(proxy->params.ctx);
     pthread_mutex_init(&proxy->ctx_lock, NULL);
     pthread_mutex_init(&proxy->wake_lock, NULL);
     /* sleeps are timed on the monotonic clock: a wall-clock step must not stretch one */
@@ -259,6 +260,7 @@ void gpuic_proxy_destroy(gpuic_proxy_t *proxy)
     }
     free(proxy->queues);
     gpuic_proxy_free_lists(proxy);
+    free(proxy->bounce);
     pthread_cond_destroy(&proxy->wake_cond);
     pthread_mutex_destroy(&proxy->wake_lock);
     pthread_mutex_destroy(&proxy->ctx_lock);

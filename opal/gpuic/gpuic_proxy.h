@@ -12,7 +12,9 @@
  * Per WQE: decode (gpuic_wqe_decode), check the opcode, the key (index, generation, live),
  * that the key's region belongs to the WQE's target and holds the whole access, and the
  * length limit; then issue it.  An invalid WQE touches no memory: it completes with an error
- * (counted as failed) and sets the window's error word.
+ * (counted as failed) and sets the window's error word.  A put's or get's local buffer is
+ * the producer's own memory and has no key: staging memory the proxy reads and writes, or
+ * device memory (lkey GPUIC_WQE_LKEY_DEVICE) that it only hands to the copy function or to UCX.
  *
  * Completion: the proxy works in rounds.  A round takes what every ring has published, drains
  * it, then starts one flush of the worker.  Rounds complete in order: a round's local counts
@@ -70,8 +72,11 @@ typedef struct gpuic_proxy_params {
     uint32_t max_msg_size;    /**< largest put/get/accumulate accepted (default 1 GiB) */
     /** Copies between a WQE's local buffer and a region the proxy reaches through a local
      *  mapping (key-table entries with @c direct set, e.g. device memory of a same-node GPU
-     *  mapped by CUDA IPC); synchronous: the data is in place when it returns.  NULL: such
-     *  entries are refused (GPUIC_ERR_UNSUPPORTED). */
+     *  mapped by CUDA IPC), and to or from a local buffer in device memory (lkey
+     *  GPUIC_WQE_LKEY_DEVICE: with any mapped region, and through a host bounce buffer for
+     *  UCX when the context's transports do not reach device memory); takes unified
+     *  addresses on either side; synchronous: the data is in place when it returns.  NULL:
+     *  WQEs that would need it are refused (GPUIC_ERR_UNSUPPORTED) with nothing moved. */
     gpuic_status_t (*copy)(void *dst, const void *src, size_t len);
 } gpuic_proxy_params_t;
 

@@ -122,6 +122,12 @@ struct gpuic_proxy {
 
     uint64_t stat_wqes, stat_errors, stat_rounds, stat_sleeps; /* atomic (read by stats) */
 
+    /* Device memory named by WQEs (GPUIC_WQE_LKEY_DEVICE) over UCX: handed to UCX as it is when
+     * the context's transports reach device memory, else moved through bounce, a host buffer
+     * of GPUIC_PROXY_BOUNCE_BYTES allocated on first use, with the copy function. */
+    int ucx_device;
+    void *bounce;
+
     uint32_t test_fault;      /* gpuic_proxy_fault_t (gpuic_proxy_test_fault) */
 };
 
@@ -145,6 +151,11 @@ GPUIC_PROXY_LOCAL
 int gpuic_proxy_grow(void **array, unsigned *cap, unsigned n, size_t elem_size);
 
 /* ---- validation and execution (gpuic_proxy_issue.c) ---- */
+
+/* Bytes of the proxy's bounce buffer, the piece of a device transfer it moves at a time when
+ * UCX cannot reach device memory: large enough that the per-piece costs (a copy call, a UCX
+ * round trip) stay small against the piece's transfer. */
+#define GPUIC_PROXY_BOUNCE_BYTES (1u << 20)
 
 /* Issues a decoded, structurally valid WQE of queue @p a.  Returns GPUIC_OK when the operation
  * is locally complete, GPUIC_INPROGRESS when op->comp will report it (the op is then kept), or

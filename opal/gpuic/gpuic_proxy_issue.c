@@ -3,7 +3,15 @@
  * queue's key table (index, generation, live entry, the entry's target, the whole range)
  * before anything is touched, then made through UCX, through a local mapping (copies, CPU
  * atomics) or through the copy function for device memory (gpuic_proxy_params_t.copy).
+ *
+ * A put's or get's local buffer may be device memory of the queue's owner (lkey
+ * GPUIC_WQE_LKEY_DEVICE): the copy function moves it to or from a mapped target, UCX takes it
+ * as it is where it reaches device memory, and otherwise it goes through the proxy's bounce
+ * buffer piece by piece.  That range is not checked against a key: it is the producer's own
+ * memory (as the staging areas it may name are), and it goes only to the copy engine or the
+ * transport; the proxy thread never loads or stores it.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpuic_proxy_internal.h"
@@ -21,13 +29,20 @@ static gpuic_status_t gpuic_proxy_check(const gpuic_proxy_attached_t *a, uint32_
     return status;
 }
 
-/* Copies through a direct entry's mapping (synchronous): CPU loads and stores for host
- * memory, the copy function for device memory. */
-static gpuic_status_t gpuic_proxy_copy_direct(gpuic_proxy_t *proxy,
-                                              const gpuic_keytable_entry_t *e, void *dst,
-                                              const void *src, size_t len)
+/* Whether the WQE's local buffer is device memory (GPUIC_WQE_LKEY_DEVICE). */
+static int gpuic_proxy_local_device(const gpuic_wqe_desc_t *d)
 {
-    if (e->direct == GPUIC_KEYTABLE_DIRECT_HOST) {
+    return d->inline_data == NULL && d->lkey == GPUIC_WQE_LKEY_DEVICE;
+}
+
+/* Copies through a direct entry's mapping (synchronous): CPU loads and stores for host
+ * memory on both sides, the copy function where either side is device memory (the entry's,
+ * or the WQE's local buffer when @p local_device). */
+static gpuic_status_t gpuic_proxy_copy_direct(gpuic_proxy_t *proxy,
+                                              const gpuic_keytable_entry_t *e, int local_device,
+                                              void *dst, const void *src, size_t len)
+{
+    if (e->direct == GPUIC_KEYTABLE_DIRECT_HOST && !local_device) {
         memcpy(dst, src, len);
         return GPUIC_OK;
     }
@@ -42,14 +57,73 @@ static gpuic_status_t gpuic_proxy_copy(gpuic_proxy_t *proxy, const gpuic_keytabl
                                        const gpuic_wqe_desc_t *d, uint64_t raddr, uint32_t len)
 {
     void *remote = (void *)(uintptr_t)raddr;
+    int device = gpuic_proxy_local_device(d);
 
     if (d->opcode == GPUIC_WQE_OP_RDMA_READ) {
-        return gpuic_proxy_copy_direct(proxy, e, (void *)(uintptr_t)d->laddr, remote, len);
+        return gpuic_proxy_copy_direct(proxy, e, device, (void *)(uintptr_t)d->laddr, remote,
+                                       len);
     }
-    return gpuic_proxy_copy_direct(proxy, e, remote,
+    return gpuic_proxy_copy_direct(proxy, e, device, remote,
                                    d->inline_data != NULL ? (const void *)d->inline_data
                                                           : (const void *)(uintptr_t)d->laddr,
                                    len);
+}
+
+/*
+ * A put or get (or a put-with-signal's data) between device memory of the WQE and a region
+ * reached through UCX, when UCX cannot reach device memory: through the bounce buffer, one
+ * piece at a time, each locally complete before the next (a put's piece read out of the
+ * buffer, a get's arrived and copied to the device); the last piece's put completes at the
+ * target with the round's flush, as any UCX put.
+ */
+static gpuic_status_t gpuic_proxy_bounce(gpuic_proxy_t *proxy, gpuic_proxy_op_t *op,
+                                         const gpuic_keytable_entry_t *e,
+                                         const gpuic_wqe_desc_t *d)
+{
+    int get = d->opcode == GPUIC_WQE_OP_RDMA_READ;
+    char *local = (char *)(uintptr_t)d->laddr;
+    gpuic_status_t status = GPUIC_OK;
+
+    if (proxy->bounce == NULL) {
+        proxy->bounce = malloc(GPUIC_PROXY_BOUNCE_BYTES);
+        if (proxy->bounce == NULL) {
+            return GPUIC_ERR_NO_MEMORY;
+        }
+    }
+    op->round->ucx = 1;
+    for (size_t off = 0, n; off < d->len && status == GPUIC_OK; off += n) {
+        gpuic_lcc_t lcc = {0};
+
+        n = d->len - off < GPUIC_PROXY_BOUNCE_BYTES ? d->len - off : GPUIC_PROXY_BOUNCE_BYTES;
+        if (get) {
+            status = gpuic_rma_get_lcc(e->ep, proxy->bounce, n, d->raddr + off, e->rkey, &lcc);
+        } else {
+            status = proxy->params.copy(proxy->bounce, local + off, n);
+            if (status == GPUIC_OK) {
+                status = gpuic_rma_put_lcc(e->ep, proxy->bounce, n, d->raddr + off, e->rkey,
+                                           &lcc);
+            }
+        }
+        if (status == GPUIC_OK) {
+            status = gpuic_lcc_wait(proxy->params.ctx, &lcc);
+        }
+        if (status == GPUIC_OK && get) {
+            status = proxy->params.copy(local + off, proxy->bounce, n);
+        }
+    }
+    return status;
+}
+
+/*
+ * Whether a put or get whose local buffer is device memory cannot be made here: a mapped
+ * target, or UCX without device memory, needs the copy function.  Checked before anything
+ * moves.
+ */
+static int gpuic_proxy_device_refused(const gpuic_proxy_t *proxy,
+                                      const gpuic_keytable_entry_t *e, const gpuic_wqe_desc_t *d)
+{
+    return gpuic_proxy_local_device(d) && proxy->params.copy == NULL &&
+           (e->direct || !proxy->ucx_device);
 }
 
 /* A UCX put through an entry's endpoint and key, complete at the target on return (its
@@ -66,17 +140,25 @@ static gpuic_status_t gpuic_proxy_put_complete(gpuic_proxy_op_t *op,
 }
 
 /* The data of a put-with-signal, complete at the target on return (the signal may follow):
- * a synchronous copy through a direct entry's mapping, or a UCX put and an endpoint flush. */
+ * a synchronous copy through a direct entry's mapping, or a UCX put (through the bounce
+ * buffer for device memory UCX does not reach) and an endpoint flush. */
 static gpuic_status_t gpuic_proxy_put_signal_data(gpuic_proxy_t *proxy, gpuic_proxy_op_t *op,
                                                   const gpuic_wqe_desc_t *d,
                                                   const gpuic_keytable_entry_t *e)
 {
+    gpuic_status_t status;
+
     if (d->len == 0) {
         return GPUIC_OK;
     }
     if (e->direct) {
-        return gpuic_proxy_copy_direct(proxy, e, (void *)(uintptr_t)d->raddr,
+        return gpuic_proxy_copy_direct(proxy, e, gpuic_proxy_local_device(d),
+                                       (void *)(uintptr_t)d->raddr,
                                        (const void *)(uintptr_t)d->laddr, d->len);
+    }
+    if (gpuic_proxy_local_device(d) && !proxy->ucx_device) {
+        status = gpuic_proxy_bounce(proxy, op, e, d);
+        return status == GPUIC_OK ? gpuic_ep_flush(e->ep) : status;
     }
     return gpuic_proxy_put_complete(op, e, (const void *)(uintptr_t)d->laddr, d->len, d->raddr);
 }
@@ -111,7 +193,7 @@ static gpuic_status_t gpuic_proxy_put_signal_word(gpuic_proxy_t *proxy, gpuic_pr
         __atomic_store_n((uint64_t *)(uintptr_t)d->sig_raddr, value, __ATOMIC_RELEASE);
         return GPUIC_OK;
     }
-    return gpuic_proxy_copy_direct(proxy, se, (void *)(uintptr_t)d->sig_raddr, &value,
+    return gpuic_proxy_copy_direct(proxy, se, 0, (void *)(uintptr_t)d->sig_raddr, &value,
                                    sizeof(value));
 }
 
@@ -140,7 +222,7 @@ static gpuic_status_t gpuic_proxy_put8_multi(gpuic_proxy_t *proxy, gpuic_proxy_a
     }
     GPUIC_TRACE_POINT(issued, op);
     for (unsigned i = 0; i < n; ++i) {
-        status = gpuic_proxy_copy_direct(proxy, e,
+        status = gpuic_proxy_copy_direct(proxy, e, 0,
                                          (void *)(uintptr_t)gpuic_be64toh(d->put8[i].raddr),
                                          d->put8[i].data, 8);
         if (status != GPUIC_OK) {
@@ -180,10 +262,17 @@ gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t 
         if (d->inline_data == NULL && d->laddr == 0) {
             return GPUIC_ERR_INVALID_PARAM;
         }
+        if (gpuic_proxy_device_refused(proxy, e, d)) {
+            return GPUIC_ERR_UNSUPPORTED;
+        }
         GPUIC_TRACE_POINT(issued, op);
         if (e->direct) {
             return gpuic_proxy_copy(proxy, e, d, d->raddr, d->len);
         }
+        if (gpuic_proxy_local_device(d) && !proxy->ucx_device) {
+            return gpuic_proxy_bounce(proxy, op, e, d);
+        }
+        /* device memory otherwise goes to UCX as it is: UCX finds its memory type */
         op->round->ucx = 1;
         if (d->opcode == GPUIC_WQE_OP_RDMA_READ) {
             return gpuic_rma_get_nb(e->ep, (void *)(uintptr_t)d->laddr, d->len, d->raddr,
@@ -201,7 +290,8 @@ gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t 
         if (d->raddr % 8 != 0 || d->laddr == 0) {
             return GPUIC_ERR_INVALID_PARAM;
         }
-        if (e->direct == GPUIC_KEYTABLE_DIRECT_COPY) {
+        /* the old value is stored by the CPU: not into device memory */
+        if (e->direct == GPUIC_KEYTABLE_DIRECT_COPY || d->lkey == GPUIC_WQE_LKEY_DEVICE) {
             return GPUIC_ERR_UNSUPPORTED;
         }
         GPUIC_TRACE_POINT(issued, op);
@@ -221,7 +311,8 @@ gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t 
             return status;
         }
         GPUIC_TRACE_POINT(issued, op);
-        if (e->direct == GPUIC_KEYTABLE_DIRECT_COPY) {
+        /* the operands are read by the CPU: not from device memory */
+        if (e->direct == GPUIC_KEYTABLE_DIRECT_COPY || d->lkey == GPUIC_WQE_LKEY_DEVICE) {
             return GPUIC_ERR_UNSUPPORTED;
         }
         op->round->ucx |= gpuic_proxy_atomic_uses_ucx(e);
@@ -238,6 +329,9 @@ gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t 
         }
         if (d->sig_raddr % 8 != 0 || (d->len != 0 && d->laddr == 0)) {
             return GPUIC_ERR_INVALID_PARAM;
+        }
+        if (gpuic_proxy_device_refused(proxy, e, d)) {
+            return GPUIC_ERR_UNSUPPORTED; /* refused before the data moves */
         }
         GPUIC_TRACE_POINT(issued, op);
         if (d->ext_op == GPUIC_SIGNAL_ADD && !se->cpu_atomics &&

@@ -119,7 +119,8 @@ static gpuic_proxy_tally_t *gpuic_proxy_tally(gpuic_proxy_round_t *round,
 /* Consumes one WQE copied into op: decode, execute, account in the round.  The op is
  * returned to the free list unless UCX still holds it.  Sets *result when the WQE is one
  * whose producer reads a result from its staging area (a get, an atomic) once it completes,
- * whether or not it executed. */
+ * whether or not it executed; a get into device memory (GPUIC_WQE_LKEY_DEVICE) leaves none
+ * there. */
 static void gpuic_proxy_process(gpuic_proxy_t *proxy, gpuic_proxy_attached_t *a,
                                 gpuic_proxy_round_t *round, gpuic_proxy_op_t *op, unsigned nbb,
                                 int *result)
@@ -130,8 +131,8 @@ static void gpuic_proxy_process(gpuic_proxy_t *proxy, gpuic_proxy_attached_t *a,
 
     status = gpuic_wqe_decode(&op->wqe, nbb, &d);
     *result = status == GPUIC_OK &&
-              (d.opcode == GPUIC_WQE_OP_RDMA_READ || d.opcode == GPUIC_WQE_OP_ATOMIC_FA ||
-               d.opcode == GPUIC_WQE_OP_ATOMIC_CS);
+              ((d.opcode == GPUIC_WQE_OP_RDMA_READ && d.lkey != GPUIC_WQE_LKEY_DEVICE) ||
+               d.opcode == GPUIC_WQE_OP_ATOMIC_FA || d.opcode == GPUIC_WQE_OP_ATOMIC_CS);
     if (status == GPUIC_OK && d.opcode == GPUIC_WQE_OP_NOP) {
         gpuic_proxy_op_put(op); /* nothing to do, nothing counted */
         return;

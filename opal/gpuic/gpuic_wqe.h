@@ -21,6 +21,9 @@
  *
  * The rkey field never holds a hardware key on the proxy path: it names an entry of the target
  * window's key table and that entry's generation (gpuic_keytable.h), and the consumer checks it.
+ * Nor does the lkey field: the proxy reaches the local buffer itself, and the lkey says only
+ * what kind of memory the data segment's address is (GPUIC_WQE_LKEY_DEVICE, or any other value
+ * for memory the proxy thread may load and store).
  * The QPN field names the target (in hardware an RC QP is the connection to one target, so the
  * two coincide); the proxy counts completions per target with it.
  */
@@ -55,6 +58,15 @@ extern "C" {
 #define GPUIC_WQE_MAX_BYTE_COUNT 0x7fffffffu
 /** Set in an inline segment's byte_count (MLX5_INLINE_SEG). */
 #define GPUIC_WQE_INLINE_SEG 0x80000000u
+/**
+ * lkey of a data segment whose address is device memory of the process that owns the queue (a
+ * unified address, e.g. the origin of a device put): the proxy moves such data only with its
+ * copy function or a transport that reaches device memory, never with CPU loads or stores.
+ * RDMA_WRITE, RDMA_READ and PUT_SIGNAL take it; the proxy refuses it on atomics and
+ * accumulates, whose operands and results it handles with the CPU.  Any other lkey (producers
+ * write 0) means memory the proxy thread may load and store (a staging area, a host buffer).
+ */
+#define GPUIC_WQE_LKEY_DEVICE 0xffffffffu
 
 /** Opcodes: hardware values (MLX5_OPCODE_*) and gpuic extensions at GPUIC_WQE_OP_EXT_FIRST. */
 enum gpuic_wqe_opcode {
@@ -228,8 +240,8 @@ static inline GPUIC_HOST_DEVICE void gpuic_wqe_set_raddr(gpuic_wqe_raddr_seg_t *
 /**
  * Writes a data segment (equivalent to mlx5dv_set_data_seg()).
  * @param length  bytes to gather (put) or scatter (get, atomic result); < 2^31
- * @param lkey    local key of the buffer's registration (the proxy ignores it: it reaches
- *                local memory through its own UCX context)
+ * @param lkey    local key of the buffer's registration; on the proxy path, which reaches
+ *                local memory itself, GPUIC_WQE_LKEY_DEVICE for device memory, else 0
  * @param addr    local virtual address of the buffer
  */
 static inline GPUIC_HOST_DEVICE void gpuic_wqe_set_data(gpuic_wqe_data_seg_t *seg,
@@ -522,6 +534,7 @@ static inline GPUIC_HOST_DEVICE gpuic_status_t gpuic_wqe_decode(const gpuic_wqe_
     d->nbb = gpuic_wqe_ds_to_bb(d->ds);
     d->inline_data = NULL;
     d->len = 0;
+    d->lkey = 0; /* an inline payload is in the WQE: ordinary memory */
     if (d->ds == 0 || d->nbb > nbb_avail || d->nbb > GPUIC_WQE_MAX_BB) {
         return GPUIC_ERR_INVALID_PARAM;
     }

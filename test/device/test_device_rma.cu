@@ -17,7 +17,12 @@
  *  6. errors: out of range, bad rank, invalid handle, misaligned atomic: the right class, no
  *     byte written outside the window, and the host's next flush reports the first error;
  *  7. host MPI calls on the same GPU windows (host and device buffers) in later epochs, and a
- *     window made by MPI_Win_create on cudaMalloc memory.
+ *     window made by MPI_Win_create on cudaMalloc memory;
+ *  8. large transfers in a window of their own (on the proxy path those of 64 KiB or more go
+ *     without staging): puts by one thread and by a block, sizes just below, at and above
+ *     64 KiB, 1 MiB and over 8 MiB at odd offsets, each origin overwritten as soon as the put
+ *     returned (a put has read its origin by then); gets of them back; a put-with-signal of
+ *     several MiB; the bytes around every transfer untouched.
  * With GPUIC_TEST_HOST_WINDOW=1 the window of 1-7 is host memory, so every device call goes
  * through the proxy path (work-queue entries executed by the proxy thread); with
  * OMPI_MCA_osc_gpuic_device_proxy=1 a GPU window's data moves through the proxy too.  With
@@ -298,6 +303,74 @@ __global__ void k_errors(MPIX_Win_device win, int right, int nranks, unsigned ch
     rc[7] = MPIX_Put_device(src, 8, right, -8, win);                          /* negative */
     rc[8] = MPIX_Accumulate_device(src, 2, MPIX_DEVICE_INT64, MPIX_DEVICE_SUM, right,
                                    WIN_BYTES - 8, win);                       /* straddles */
+}
+
+/* 8. a large put by thread 0 or by the whole block, its origin overwritten as soon as the put
+ * returned (MPIX_Win_flush_local_device: it has been read), then flushed */
+__global__ void k_large_put(MPIX_Win_device win, int me, int right, unsigned char *src,
+                            size_t bytes, size_t win_off, bool block, int *rc)
+{
+    int r = MPI_SUCCESS;
+
+    for (size_t i = threadIdx.x; i < bytes; i += blockDim.x) {
+        src[i] = pattern(me, (int)i);
+    }
+    __syncthreads();
+    if (block) {
+        r = MPIX_Put_device_block(src, bytes, right, (MPI_Aint)win_off, win);
+    } else if (threadIdx.x == 0) {
+        r = MPIX_Put_device(src, bytes, right, (MPI_Aint)win_off, win);
+    }
+    if (threadIdx.x == 0) {
+        rc[0] = r;
+        rc[1] = MPIX_Win_flush_local_device(right, win);
+    }
+    __syncthreads();
+    for (size_t i = threadIdx.x; i < bytes; i += blockDim.x) {
+        src[i] = 0x5c;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        rc[2] = MPIX_Win_flush_device(right, win);
+    }
+}
+
+/* 8. a large get by thread 0 or by the whole block */
+__global__ void k_large_get(MPIX_Win_device win, int right, unsigned char *dst, size_t bytes,
+                            size_t win_off, bool block, int *rc)
+{
+    int r = MPI_SUCCESS;
+
+    if (block) {
+        r = MPIX_Get_device_block(dst, bytes, right, (MPI_Aint)win_off, win);
+    } else if (threadIdx.x == 0) {
+        r = MPIX_Get_device(dst, bytes, right, (MPI_Aint)win_off, win);
+    }
+    if (threadIdx.x == 0) {
+        rc[0] = r;
+    }
+}
+
+/* 8. a large put-with-signal by thread 0, its origin overwritten once the call returned */
+__global__ void k_large_signal(MPIX_Win_device win, int me, int right, unsigned char *src,
+                               size_t bytes, size_t win_off, size_t sig_off, int *rc)
+{
+    for (size_t i = threadIdx.x; i < bytes; i += blockDim.x) {
+        src[i] = pattern(me + 3, (int)i);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        rc[0] = MPIX_Put_signal_device(src, bytes, right, (MPI_Aint)win_off, (MPI_Aint)sig_off,
+                                       1000 + me, MPIX_DEVICE_SIGNAL_SET, win);
+    }
+    __syncthreads();
+    for (size_t i = threadIdx.x; i < bytes; i += blockDim.x) {
+        src[i] = 0x5c;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        rc[1] = MPIX_Win_flush_device(right, win);
+    }
 }
 
 static int run_kernel_rc(int *d_rc, int *h_rc)
@@ -688,6 +761,113 @@ static void test_host_calls(MPI_Win win, unsigned char *base)
     cudaFree(dbuf);
 }
 
+/* 8. large transfers, in a window of LARGE_WIN bytes of the same kind as the first one */
+#define LARGE_WIN ((9u << 20) + 4096)
+#define LARGE_SIG (LARGE_WIN - 8)
+
+/* Wrong bytes of [off, off + len) of @p host (the window or the get's buffer) against
+ * @p writer's pattern, plus one for each neighbouring byte that is not @p guard. */
+static long large_bad(const unsigned char *host, size_t off, size_t len, int writer, int guard)
+{
+    long bad = 0;
+
+    for (size_t i = 0; i < len; ++i) {
+        bad += host[off + i] != host_pattern(writer, (int)i);
+    }
+    bad += off > 0 && host[off - 1] != guard;
+    bad += off + len < LARGE_WIN - 8 && host[off + len] != guard;
+    return bad;
+}
+
+/* Checks that a large transfer's check found @p bad wrong bytes: none. */
+static void large_report(const char *what, size_t bytes, size_t off, bool block, long bad)
+{
+    if (bad) {
+        fprintf(stderr, "[rank %d] large %s of %zu bytes at %zu (%s): %ld wrong bytes\n", rank,
+                what, bytes, off, block ? "block" : "thread", bad);
+    }
+    CHECK(bad == 0);
+}
+
+static void test_large(MPI_Info info)
+{
+    /* sizes about the proxy's zero-copy threshold (64 KiB), 1 MiB, and over one 8 MiB entry;
+     * window offsets and buffer offsets odd where the size allows */
+    static const struct {
+        size_t bytes, win_off, buf_off;
+        bool block;
+    } cases[] = {
+        {(64u << 10) - 1, 5, 3, false},  {64u << 10, 0, 0, false},
+        {(64u << 10) + 1, 4093, 7, true}, {1u << 20, 64, 0, false},
+        {(1u << 20) + 13, 1, 1, true},    {(8u << 20) + 3, 7, 5, false},
+    };
+    int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    unsigned char *base = NULL, *d_buf, *host = (unsigned char *)malloc(LARGE_WIN);
+    int *d_rc, h_rc[NRC];
+    MPIX_Win_device h = NULL;
+    MPI_Win win;
+
+    CHECK(MPI_Win_allocate(LARGE_WIN, 1, info, MPI_COMM_WORLD, &base, &win) == MPI_SUCCESS);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
+    CUDA_CHECK(cudaMalloc(&d_rc, NRC * sizeof(int)));
+    CUDA_CHECK(cudaMalloc(&d_buf, LARGE_WIN));
+    MPI_Win_lock_all(0, win);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); ++c) {
+        size_t bytes = cases[c].bytes, off = cases[c].win_off, boff = cases[c].buf_off;
+
+        CUDA_CHECK(cudaMemset(base, 0xee, LARGE_WIN));
+        CUDA_CHECK(cudaDeviceSynchronize());
+        MPI_Barrier(MPI_COMM_WORLD);
+        CUDA_CHECK(cudaMemset(d_rc, 0xff, NRC * sizeof(int)));
+        k_large_put<<<1, 256>>>(h, rank, right, d_buf + boff, bytes, off, cases[c].block, d_rc);
+        run_kernel_rc(d_rc, h_rc);
+        CHECK(h_rc[0] == MPI_SUCCESS && h_rc[1] == MPI_SUCCESS && h_rc[2] == MPI_SUCCESS);
+        CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
+        MPI_Barrier(MPI_COMM_WORLD);
+        CUDA_CHECK(cudaMemcpy(host, base, LARGE_WIN, cudaMemcpyDefault));
+        large_report("put", bytes, off, cases[c].block, large_bad(host, off, bytes, left, 0xee));
+        MPI_Barrier(MPI_COMM_WORLD);
+
+        /* the right neighbour's window holds this rank's pattern now */
+        CUDA_CHECK(cudaMemset(d_buf, 0, LARGE_WIN));
+        CUDA_CHECK(cudaMemset(d_rc, 0xff, NRC * sizeof(int)));
+        k_large_get<<<1, 256>>>(h, right, d_buf + boff, bytes, off, cases[c].block, d_rc);
+        run_kernel_rc(d_rc, h_rc);
+        CHECK(h_rc[0] == MPI_SUCCESS);
+        CUDA_CHECK(cudaMemcpy(host, d_buf, LARGE_WIN, cudaMemcpyDefault));
+        large_report("get", bytes, off, cases[c].block, large_bad(host, boff, bytes, rank, 0));
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+
+    /* put-with-signal: the signal set once the data is complete */
+    {
+        size_t bytes = (3u << 20) + 5, off = 3;
+        uint64_t sig = 0;
+
+        CUDA_CHECK(cudaMemset(base, 0xee, LARGE_WIN));
+        CUDA_CHECK(cudaMemset(base + LARGE_SIG, 0, 8));
+        CUDA_CHECK(cudaDeviceSynchronize());
+        MPI_Barrier(MPI_COMM_WORLD);
+        CUDA_CHECK(cudaMemset(d_rc, 0xff, NRC * sizeof(int)));
+        k_large_signal<<<1, 256>>>(h, rank, right, d_buf + 1, bytes, off, LARGE_SIG, d_rc);
+        run_kernel_rc(d_rc, h_rc);
+        CHECK(h_rc[0] == MPI_SUCCESS && h_rc[1] == MPI_SUCCESS);
+        CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
+        MPI_Barrier(MPI_COMM_WORLD);
+        CUDA_CHECK(cudaMemcpy(host, base, LARGE_WIN, cudaMemcpyDefault));
+        memcpy(&sig, host + LARGE_SIG, 8);
+        CHECK(sig == (uint64_t)(1000 + left));
+        large_report("put-with-signal", bytes, off, false,
+                     large_bad(host, off, bytes, left + 3, 0xee));
+    }
+    MPI_Win_unlock_all(win);
+    MPI_Win_free(&win);
+    cudaFree(d_rc);
+    cudaFree(d_buf);
+    free(host);
+}
+
 int main(int argc, char **argv)
 {
     int caps = 0;
@@ -715,7 +895,6 @@ int main(int argc, char **argv)
         MPI_Info_set(info, "mpi_assert_memory_alloc_kinds", "cuda:device");
     }
     CHECK(MPI_Win_allocate(WIN_BYTES, 1, info, MPI_COMM_WORLD, &base, &win) == MPI_SUCCESS);
-    MPI_Info_free(&info);
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
     CHECK(mpi_test_is_gpuic(win));
     if (!host_window) {
@@ -726,6 +905,8 @@ int main(int argc, char **argv)
     test_device_calls(win, base);
     test_host_calls(win, base);
     MPI_Win_free(&win);
+    test_large(info);
+    MPI_Info_free(&info);
 
     /* MPI_Win_create on cudaMalloc memory: CUDA IPC within an emulated node, UCX to the
      * others (where this process's UCX cannot register device memory, creation is refused:

@@ -98,8 +98,11 @@ typedef enum fixture_kind {
     FIX_HOST_NO_ATOMICS  /* a mapping of host memory only: atomics are refused */
 } fixture_kind_t;
 
-static inline int fixture_create_kind(fixture_t *f, unsigned ntargets, size_t region_len,
-                                      fixture_kind_t kind)
+/* The fixture of fixture_create_kind() with @p copy as the proxy's copy function
+ * (gpuic_proxy_params_t.copy; NULL: none). */
+static inline int fixture_create_copy(fixture_t *f, unsigned ntargets, size_t region_len,
+                                      fixture_kind_t kind,
+                                      gpuic_status_t (*copy)(void *, const void *, size_t))
 {
     gpuic_context_params_t cp = {0};
     gpuic_proxy_params_t pp = {0};
@@ -152,8 +155,15 @@ static inline int fixture_create_kind(fixture_t *f, unsigned ntargets, size_t re
         CHECK(gpuic_keytable_insert(f->keys, &e, &f->key[t]) == GPUIC_OK);
     }
     pp.ctx = f->ctx;
+    pp.copy = copy;
     CHECK(gpuic_proxy_create(&pp, &f->proxy) == GPUIC_OK);
     return f->proxy != NULL;
+}
+
+static inline int fixture_create_kind(fixture_t *f, unsigned ntargets, size_t region_len,
+                                      fixture_kind_t kind)
+{
+    return fixture_create_copy(f, ntargets, region_len, kind, NULL);
 }
 
 static inline int fixture_create(fixture_t *f, unsigned ntargets, size_t region_len)

@@ -33,6 +33,7 @@ static void check_roundtrip(void)
         CHECK(nbb == (len <= GPUIC_WQE_MAX_INLINE_1BB ? 1u : 2u));
         CHECK(gpuic_wqe_decode(&w, nbb, &d) == GPUIC_OK);
         CHECK(d.len == len && d.inline_data != NULL && d.nbb == nbb);
+        CHECK(d.lkey == 0); /* an inline payload is never device memory */
         CHECK(d.inline_data != NULL && memcmp(d.inline_data, payload, len) == 0);
         if (nbb == 2) {
             CHECK(gpuic_wqe_decode(&w, 1, &d) == GPUIC_ERR_INVALID_PARAM); /* truncated */
@@ -41,7 +42,15 @@ static void check_roundtrip(void)
 
     CHECK(gpuic_wqe_build_get(&w, &hdr, 0x1000, 0, 64, 0x2000, 1) == 1);
     CHECK(gpuic_wqe_decode(&w, 1, &d) == GPUIC_OK && d.opcode == GPUIC_WQE_OP_RDMA_READ);
-    CHECK(d.len == 64 && d.laddr == 0x1000 && d.raddr == 0x2000);
+    CHECK(d.len == 64 && d.laddr == 0x1000 && d.raddr == 0x2000 && d.lkey == 0);
+    /* the device-memory marker travels in the data segment of puts, gets and put-with-signal */
+    CHECK(gpuic_wqe_build_get(&w, &hdr, 0x1000, GPUIC_WQE_LKEY_DEVICE, 1u << 30, 0x2000, 1) == 1);
+    CHECK(gpuic_wqe_decode(&w, 1, &d) == GPUIC_OK && d.lkey == GPUIC_WQE_LKEY_DEVICE);
+    CHECK(d.len == 1u << 30);
+    CHECK(gpuic_wqe_build_put(&w, &hdr, 0x1000, GPUIC_WQE_LKEY_DEVICE, GPUIC_WQE_MAX_BYTE_COUNT,
+                              0x2000, 1) == 1);
+    CHECK(gpuic_wqe_decode(&w, 1, &d) == GPUIC_OK && d.lkey == GPUIC_WQE_LKEY_DEVICE);
+    CHECK(d.len == GPUIC_WQE_MAX_BYTE_COUNT && d.inline_data == NULL);
 
     CHECK(gpuic_wqe_build_atomic(&w, &hdr, GPUIC_WQE_OP_ATOMIC_CS, 5, 6, 0x1000, 0, 0x2000,
                                  2) == 1);
@@ -58,7 +67,10 @@ static void check_roundtrip(void)
                                      GPUIC_SIGNAL_ADD, 42) == 2);
     CHECK(gpuic_wqe_decode(&w, 2, &d) == GPUIC_OK && d.opcode == GPUIC_WQE_OP_PUT_SIGNAL);
     CHECK(d.sig_raddr == 0x3000 && d.sig_rkey == 4 && d.ext_op == GPUIC_SIGNAL_ADD);
-    CHECK(d.ext_value == 42 && d.len == 32 && d.nbb == 2);
+    CHECK(d.ext_value == 42 && d.len == 32 && d.nbb == 2 && d.lkey == 0);
+    CHECK(gpuic_wqe_build_put_signal(&w, &hdr, 0x1000, GPUIC_WQE_LKEY_DEVICE, 32, 0x2000, 2,
+                                     0x3000, 4, GPUIC_SIGNAL_SET, 42) == 2);
+    CHECK(gpuic_wqe_decode(&w, 2, &d) == GPUIC_OK && d.lkey == GPUIC_WQE_LKEY_DEVICE);
     CHECK(gpuic_wqe_decode(&w, 1, &d) == GPUIC_ERR_INVALID_PARAM);
 
     CHECK(gpuic_wqe_build_nop(&w, &hdr) == 1);

@@ -774,8 +774,9 @@ __device__ static inline int MPIX_Win_flush_all_device(MPIX_Win_device win)
 
 /**
  * Local completion: the origin buffers of this thread's puts may be reused.  Device puts read
- * their origin before they return (on the proxy path into the entry or its staging area), so
- * this only validates its arguments.
+ * their origin before they return (on the proxy path into the entry or its staging area, or,
+ * for a large put without staging, by the proxy, which the put waits for), so this only
+ * validates its arguments.
  */
 __device__ static inline int MPIX_Win_flush_local_device(int target, MPIX_Win_device win)
 {

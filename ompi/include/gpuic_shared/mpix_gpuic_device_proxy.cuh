@@ -31,7 +31,10 @@
  *     each round; a thread waiting for an entry, a result or a flush reads them with
  *     system-scope acquire, and a thread that read a result acknowledges it.
  * Payloads of up to GPUIC_WQE_MAX_INLINE bytes travel inside the entry; larger ones, and
- * every result, go through the slot's staging area.
+ * every result, go through the slot's staging area, except for transfers of at least
+ * GPUIC_DEV_PROXY_ZCOPY_MIN bytes whose device buffer is global memory: their entries name that
+ * buffer itself (lkey GPUIC_WQE_LKEY_DEVICE), the proxy moves it with the copy engine or UCX,
+ * and the call waits for their completion (gpuic_dev_proxy_zcopy()).
  */
 #ifndef MPIX_GPUIC_DEVICE_PROXY_CUH
 #define MPIX_GPUIC_DEVICE_PROXY_CUH
@@ -805,6 +808,99 @@ __device__ static inline int gpuic_dev_proxy_put8(const MPIX_Device_target *t, c
     return rc;
 }
 
+/*
+ * Transfers of at least this many bytes whose device buffer is global memory go without
+ * staging (gpuic_dev_proxy_zcopy()): one thread copying through staging moves a few hundred
+ * MB/s, so 64 KiB staged takes far longer than the proxy's copy-engine call and the wait.
+ */
+#define GPUIC_DEV_PROXY_ZCOPY_MIN (64u << 10)
+
+/* Bytes of one zero-copy entry: pieces large enough that the proxy's per-call cost vanishes,
+ * small enough that it starts moving a large transfer while the rest is being posted. */
+#define GPUIC_DEV_PROXY_ZCOPY_CHUNK (8u << 20)
+
+/* Whether a transfer of @p bytes between @p buf and the target goes without staging. */
+__device__ static inline bool gpuic_dev_proxy_zcopy_fits(const void *buf, size_t bytes)
+{
+    /* the proxy reaches global memory by its unified address; shared and local memory exist
+     * only for the kernel */
+    return bytes >= GPUIC_DEV_PROXY_ZCOPY_MIN && __isGlobal(buf);
+}
+
+/*
+ * A put (@p opcode RDMA_WRITE), get (RDMA_READ) or put-with-signal (PUT_SIGNAL: the signal
+ * update at @p sig_raddr after every byte) of @p bytes between global memory at @p local and
+ * @p raddr, without staging: entries of up to GPUIC_DEV_PROXY_ZCOPY_CHUNK bytes name the device
+ * buffer itself (lkey GPUIC_WQE_LKEY_DEVICE), which the proxy moves with the copy engine or
+ * UCX; a put-with-signal's last piece travels in its PUT_SIGNAL entry.  Returns once every
+ * entry has completed: a put's origin has been read by then, as a staged put's has when it
+ * returns (MPIX_Win_flush_local_device() relies on it), and a get's data is in place (a get
+ * that gives up waiting, the queue's timeout passed, leaves the proxy to write the buffer
+ * whenever it gets there).  Entries are built in the caller's @p wqe.  Left to inline: as a
+ * call, its ABI cost wide kernels registers, stack and spills that inlining does not
+ * (docs/performance-history.md, "Device register counts").
+ */
+__device__ static inline int gpuic_dev_proxy_zcopy(const MPIX_Device_target *t,
+                                                         gpuic_wqe_t *wqe, uint8_t opcode,
+                                                         const void *local, size_t bytes,
+                                                         uint64_t raddr, uint64_t sig_raddr,
+                                                         uint64_t value, uint8_t sig_op)
+{
+    MPIX_Gpuic_device_queue *q = t->queue;
+    uint64_t laddr = (uint64_t)(uintptr_t)local, seq = 0, end = 0;
+    uint64_t t0 = gpuic_dev_proxy_trace_now(), t_fenced;
+    bool signal = opcode == GPUIC_WQE_OP_PUT_SIGNAL;
+    uint8_t op = signal ? GPUIC_WQE_OP_RDMA_WRITE : opcode;
+    /* a put-with-signal's PUT_SIGNAL entry carries its last piece */
+    size_t head = signal ? (bytes - 1) / GPUIC_DEV_PROXY_ZCOPY_CHUNK * GPUIC_DEV_PROXY_ZCOPY_CHUNK
+                         : bytes;
+    gpuic_wqe_hdr_t h;
+    int rc;
+
+    /* what this thread (and the threads it synchronised with) stored in the buffer before
+     * the call reaches memory before the proxy's copy reads or overwrites it */
+    gpuic_dev_fence_stage_to_proxy();
+    t_fenced = gpuic_dev_proxy_trace_now();
+    for (size_t off = 0; off < head;) {
+        unsigned n = (unsigned)((head - off + GPUIC_DEV_PROXY_ZCOPY_CHUNK - 1) /
+                                GPUIC_DEV_PROXY_ZCOPY_CHUNK);
+
+        n = n < GPUIC_DEV_PROXY_BATCH ? n : GPUIC_DEV_PROXY_BATCH;
+        rc = gpuic_dev_proxy_reserve(t, n, &seq);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+        for (unsigned i = 0; i < n; ++i) {
+            size_t len = head - off < GPUIC_DEV_PROXY_ZCOPY_CHUNK ? head - off
+                                                                  : GPUIC_DEV_PROXY_ZCOPY_CHUNK;
+
+            h = gpuic_dev_proxy_hdr(t, seq + i);
+            gpuic_wqe_build_rdma(wqe, &h, op, laddr + off, GPUIC_WQE_LKEY_DEVICE,
+                                 (uint32_t)len, raddr + off, t->key);
+            gpuic_dev_proxy_trace_open(q, seq + i, op, len, t0);
+            gpuic_dev_proxy_write(q, seq + i, wqe, 1);
+            off += len;
+        }
+        gpuic_dev_proxy_trace_published(q, seq, n, 1, t_fenced);
+        end = seq + n;
+    }
+    if (signal) {
+        rc = gpuic_dev_proxy_reserve(t, 2, &seq);
+        if (rc != MPI_SUCCESS) {
+            return rc;
+        }
+        h = gpuic_dev_proxy_hdr(t, seq);
+        gpuic_wqe_build_put_signal(wqe, &h, laddr + head, GPUIC_WQE_LKEY_DEVICE,
+                                   (uint32_t)(bytes - head), raddr + head, t->key, sig_raddr,
+                                   t->key, sig_op, value);
+        gpuic_dev_proxy_trace_open(q, seq, GPUIC_WQE_OP_PUT_SIGNAL, bytes - head, t0);
+        gpuic_dev_proxy_write(q, seq, wqe, 2);
+        gpuic_dev_proxy_trace_published(q, seq, 1, 2, t_fenced);
+        end = seq + 2;
+    }
+    return gpuic_dev_proxy_wait(t, end);
+}
+
 /* Puts @p bytes from @p origin to @p raddr; complete at the target after a proxy flush.  The
  * origin is read before the call returns. */
 __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, const void *origin,
@@ -834,6 +930,10 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
         gpuic_dev_proxy_write(q, seq, &wqe, nbb);
         gpuic_dev_proxy_trace_published(q, seq, 1, nbb, t_fenced);
         return MPI_SUCCESS;
+    }
+    if (gpuic_dev_proxy_zcopy_fits(origin, bytes)) {
+        return gpuic_dev_proxy_zcopy(t, &wqe, GPUIC_WQE_OP_RDMA_WRITE, origin, bytes, raddr, 0, 0,
+                                     0);
     }
     for (size_t off = 0; off < bytes;) {
         size_t chunk_max = q->stage_bytes, left = bytes - off, pos = off;
@@ -880,6 +980,10 @@ __device__ static inline int gpuic_dev_proxy_get(const MPIX_Device_target *t, vo
     uint64_t seq, t0 = gpuic_dev_proxy_trace_now();
     int rc;
 
+    if (gpuic_dev_proxy_zcopy_fits(origin, bytes)) {
+        return gpuic_dev_proxy_zcopy(t, &wqe, GPUIC_WQE_OP_RDMA_READ, origin, bytes, raddr, 0, 0,
+                                     0);
+    }
     for (size_t off = 0; off < bytes;) {
         size_t chunk_max = q->stage_bytes, left = bytes - off, pos = off;
         unsigned n = (unsigned)((left + chunk_max - 1) / chunk_max);
@@ -988,6 +1092,10 @@ __device__ static inline int gpuic_dev_proxy_put_signal(const MPIX_Device_target
     char *stage;
     int rc;
 
+    if (gpuic_dev_proxy_zcopy_fits(origin, bytes)) {
+        return gpuic_dev_proxy_zcopy(t, &wqe, GPUIC_WQE_OP_PUT_SIGNAL, origin, bytes, raddr,
+                                     sig_raddr, value, sig_op);
+    }
     /* everything but the last staging area's worth goes as plain puts first */
     if (bytes > q->stage_bytes) {
         head = bytes - bytes % q->stage_bytes;
