@@ -167,6 +167,8 @@ static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigne
     char *b;
 
     memset(&pp, 0, sizeof(pp));
+    /* device memory the entries name (zero-copy puts and gets) goes through the driver */
+    pp.copy = gpuic_cuda_copy_independent;
     memset(&q, 0, sizeof(q));
     memset(&d, 0, sizeof(d));
     /* data at 0, then the fetch-and-add word and the signal word on lines of their own */
