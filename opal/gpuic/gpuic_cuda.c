@@ -402,19 +402,28 @@ gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t le
 {
     /* one stream per thread that copies this way (the proxy thread): it lives as long as the
      * thread's context */
-    static __thread void *stream;
-    gpuic_status_t status = GPUIC_OK;
+    static __thread CUstream stream;
 
-    if (len > 0 && stream == NULL) {
-        status = gpuic_cuda_ensure_context() == GPUIC_OK
-                     ? gpuic_cuda_stream_create(&stream, false)
-                     : GPUIC_ERR_NO_DEVICE;
+    if (!gpuic_cuda_available()) {
+        return GPUIC_ERR_NO_DEVICE;
     }
+    if (len == 0) {
+        return GPUIC_OK;
+    }
+    if (gpuic_cuda_ensure_context() != GPUIC_OK) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
+    if (stream == NULL &&
+        gpuic_cuda_check(gpuic_cuda.stream_create(&stream, CU_STREAM_NON_BLOCKING),
+                         "cuStreamCreate") != GPUIC_OK) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
+    gpuic_status_t status = gpuic_cuda_check(
+        gpuic_cuda.memcpy_async((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, len,
+                                stream),
+        "cuMemcpyAsync");
     if (status == GPUIC_OK) {
-        status = gpuic_cuda_memcpy_async(dst, src, len, stream);
-    }
-    if (status == GPUIC_OK && len > 0) {
-        status = gpuic_cuda_stream_synchronize(stream);
+        status = gpuic_cuda_check(gpuic_cuda.stream_synchronize(stream), "cuStreamSynchronize");
     }
     return status;
 }
