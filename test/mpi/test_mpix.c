@@ -35,12 +35,14 @@ int main(int argc, char **argv)
         if (r == rank) {
             CHECK(path == MPIX_GPUIC_PATH_SELF);
         } else {
-            CHECK(path == MPIX_GPUIC_PATH_DIRECT || path == MPIX_GPUIC_PATH_UCX);
+            CHECK(path == MPIX_GPUIC_PATH_DIRECT || path == MPIX_GPUIC_PATH_CMA ||
+                  path == MPIX_GPUIC_PATH_UCX);
         }
         if (rank == 0) {
             printf("allocate window: target %d served by %s\n", r,
                    path == MPIX_GPUIC_PATH_SELF ? "self" :
-                   path == MPIX_GPUIC_PATH_DIRECT ? "direct mapping" : "UCX");
+                   path == MPIX_GPUIC_PATH_DIRECT ? "direct mapping" :
+                   path == MPIX_GPUIC_PATH_CMA ? "cross-memory copies" : "UCX");
         }
     }
     CHECK(MPIX_Win_gpuic_target_path(awin, n, &path) == MPI_ERR_RANK);
@@ -48,6 +50,20 @@ int main(int argc, char **argv)
     CHECK(MPIX_Win_release_device_handle(awin) == MPI_ERR_ARG);
     CHECK(MPIX_Win_release_device_handle(MPI_WIN_NULL) == MPI_ERR_WIN);
     CHECK(MPIX_Win_gpuic_target_path(awin, -1, &path) == MPI_ERR_RANK);
+
+    /* MPI_Win_create memory: mapped where UCX maps it, else cross-memory copies where the
+     * system allows them, else UCX */
+    for (int r = 0; r < n; ++r) {
+        CHECK(MPIX_Win_gpuic_target_path(cwin, r, &path) == MPI_SUCCESS);
+        CHECK(r == rank ? path == MPIX_GPUIC_PATH_SELF
+                        : path == MPIX_GPUIC_PATH_DIRECT || path == MPIX_GPUIC_PATH_CMA ||
+                              path == MPIX_GPUIC_PATH_UCX);
+        if (rank == 0 && r != rank) {
+            printf("create window: target %d served by %s\n", r,
+                   path == MPIX_GPUIC_PATH_DIRECT ? "direct mapping" :
+                   path == MPIX_GPUIC_PATH_CMA ? "cross-memory copies" : "UCX");
+        }
+    }
 
     MPI_Win_free(&cwin);
     MPI_Win_free(&awin);

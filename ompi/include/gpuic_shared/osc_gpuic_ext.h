@@ -107,5 +107,6 @@ typedef struct ompi_osc_gpuic_ext {
 #define OMPI_OSC_GPUIC_PATH_DIRECT 1 /**< same node: direct loads and stores through a mapping */
 #define OMPI_OSC_GPUIC_PATH_UCX    2 /**< UCX RMA (network or copy engine) */
 #define OMPI_OSC_GPUIC_PATH_IPC    3 /**< same node, device memory: copies through CUDA IPC */
+#define OMPI_OSC_GPUIC_PATH_CMA    4 /**< same node, window not mapped: cross-memory copies */
 
 #endif /* OMPI_OSC_GPUIC_EXT_H */

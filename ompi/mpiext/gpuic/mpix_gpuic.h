@@ -32,6 +32,10 @@ extern "C" {
 #define MPIX_GPUIC_PATH_DIRECT 1 /**< same node: direct loads and stores through a mapping */
 #define MPIX_GPUIC_PATH_UCX    2 /**< UCX RMA */
 #define MPIX_GPUIC_PATH_IPC    3 /**< same node, device memory: through a CUDA IPC mapping */
+/** same node, host memory of a create or allocate window that UCX could not map: puts and
+ *  gets by cross-memory copies (pieces of osc_gpuic_cma_min_bytes and more), the rest and
+ *  atomics through UCX */
+#define MPIX_GPUIC_PATH_CMA    4
 
 /**
  * Returns the version of the gpuic library linked in (which may differ from

@@ -49,6 +49,9 @@ static int ompi_osc_gpuic_target_path(void *m, int rank, int *path)
         *path = OMPI_OSC_GPUIC_PATH_IPC;
     } else if (module->peers[rank].win.direct != NULL) {
         *path = OMPI_OSC_GPUIC_PATH_DIRECT;
+    } else if (__atomic_load_n(&module->peers[rank].cma_pid, __ATOMIC_RELAXED) > 0 &&
+               mca_osc_gpuic_component.cma_min_bytes >= 0) {
+        *path = OMPI_OSC_GPUIC_PATH_CMA;
     } else {
         *path = OMPI_OSC_GPUIC_PATH_UCX;
     }
