@@ -27,6 +27,7 @@ static const char *path_name(int path)
     case MPIX_GPUIC_PATH_DIRECT: return "direct (same node, mapped)";
     case MPIX_GPUIC_PATH_UCX:    return "UCX";
     case MPIX_GPUIC_PATH_IPC:    return "CUDA IPC (same node, GPU memory)";
+    case MPIX_GPUIC_PATH_CMA:    return "cross-memory copies (same node, not mapped)";
     default:                     return "unknown";
     }
 }

@@ -1,7 +1,8 @@
 #!/bin/bash
 # examples/gpuic_info through gpuic: every rank reports a gpuic window, the path to itself is
 # "self" and to the other ranks of this node "direct" (or "UCX" with osc_gpuic_direct=0, and
-# either where UCX_TLS may leave out UCX's shared-memory transports), to ranks of other emulated
+# any of direct, cross-memory copies or UCX where UCX_TLS may leave out UCX's shared-memory
+# transports), to ranks of other emulated
 # nodes (osc_gpuic_emulate_nodes=N: world rank / N) "UCX", and every MPIX call answered as its
 # page says (the program's own exit status).
 prog="$GPUIC_TEST_BUILD/examples/gpuic_info"
@@ -12,7 +13,7 @@ rc=$?
 echo "$out"
 [ $rc -eq 0 ] || { echo "FAIL: gpuic_info exited with $rc"; exit 1; }
 other="direct"
-[ -n "${UCX_TLS:-}" ] && other="(direct|UCX)"
+[ -n "${UCX_TLS:-}" ] && other="(direct|cross-memory copies|UCX)"
 [ "${OMPI_MCA_osc_gpuic_direct:-1}" = 0 ] && other="UCX"
 emul=${OMPI_MCA_osc_gpuic_emulate_nodes:-0}
 for ((r = 0; r < np; r++)); do
