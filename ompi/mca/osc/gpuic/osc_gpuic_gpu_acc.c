@@ -116,6 +116,27 @@ typedef struct ompi_osc_gpuic_gpu_call {
     ptrdiff_t             olo, rlo;   /* packed buffers: offset of the first element */
 } ompi_osc_gpuic_gpu_call_t;
 
+/* The scope of the device atomics of a call (MPIX_GPUIC_STREAM_SAME_GPU when every window's
+ * memory is on this GPU); the caller holds module->gpu_lock. */
+static uint32_t ompi_osc_gpuic_gpu_acc_scope(ompi_osc_gpuic_module_t *module)
+{
+    return ompi_osc_gpuic_gpu_all_same(module) ? MPIX_GPUIC_STREAM_SAME_GPU : 0;
+}
+
+/* Commits the window agent's command begun and waits for it, between acc_enter and acc_leave
+ * on the target.  The caller holds module->gpu_lock. */
+static int ompi_osc_gpuic_gpu_acc_agent_call(ompi_osc_gpuic_module_t *module, int target)
+{
+    int rc = ompi_osc_gpuic_acc_enter(module, target), rc_leave;
+
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    rc = ompi_osc_gpuic_agent_call(module);
+    rc_leave = ompi_osc_gpuic_acc_leave(module, target);
+    return rc != OMPI_SUCCESS ? rc : rc_leave;
+}
+
 /*
  * Runs the kernel and waits for it, between acc_enter and acc_leave on the target.  The
  * caller holds module->gpu_lock.
@@ -130,7 +151,7 @@ static int ompi_osc_gpuic_gpu_acc_launch(ompi_osc_gpuic_module_t *module, int ta
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    args->flags = ompi_osc_gpuic_gpu_all_same(module) ? MPIX_GPUIC_STREAM_SAME_GPU : 0;
+    args->flags = ompi_osc_gpuic_gpu_acc_scope(module);
     rc = ompi_osc_gpuic_acc_enter(module, target);
     if (rc != OMPI_SUCCESS) {
         return rc;
@@ -143,47 +164,14 @@ static int ompi_osc_gpuic_gpu_acc_launch(ompi_osc_gpuic_module_t *module, int ta
     return rc != OMPI_SUCCESS ? rc : rc_leave;
 }
 
-/* The 8- and 16-bit integer types the host kernels take beyond the device API's
- * (MPIX_GPUIC_ACC_*), by Open MPI's reduction class and size. */
-static int ompi_osc_gpuic_gpu_acc_small_type(struct ompi_datatype_t *prim, int *type_p)
-{
-    size_t size = 0;
-    int base;
-
-    if (!ompi_datatype_is_predefined(prim) || prim->id < 0 ||
-        prim->id >= OMPI_DATATYPE_MAX_PREDEFINED) {
-        return MPI_ERR_TYPE;
-    }
-    base = ompi_op_ddt_map[prim->id];
-    ompi_datatype_type_size(prim, &size);
-    switch (base) {
-    case OMPI_OP_BASE_TYPE_INT8_T:
-    case OMPI_OP_BASE_TYPE_INT16_T:
-    case OMPI_OP_BASE_TYPE_INTEGER1:
-    case OMPI_OP_BASE_TYPE_INTEGER2:
-        *type_p = size == 1 ? MPIX_GPUIC_ACC_INT8 : MPIX_GPUIC_ACC_INT16;
-        break;
-    case OMPI_OP_BASE_TYPE_UINT8_T:
-    case OMPI_OP_BASE_TYPE_UINT16_T:
-        *type_p = size == 1 ? MPIX_GPUIC_ACC_UINT8 : MPIX_GPUIC_ACC_UINT16;
-        break;
-    default:
-        return MPI_ERR_TYPE;
-    }
-    return size == 1 || size == 2 ? MPI_SUCCESS : MPI_ERR_TYPE;
-}
-
 /* The kernels' element type and op for the call; false when they have none. */
 static bool ompi_osc_gpuic_gpu_acc_kind(struct ompi_datatype_t *prim, struct ompi_op_t *op,
                                         mpix_gpuic_acc_args_t *args)
 {
     int type = 0, kop = 0;
 
-    if (ompi_osc_gpuic_stream_named_type(prim, &type) != MPI_SUCCESS &&
-        ompi_osc_gpuic_gpu_acc_small_type(prim, &type) != MPI_SUCCESS) {
-        return false;
-    }
-    if (ompi_osc_gpuic_stream_op(op, type, true, &kop) != MPI_SUCCESS) {
+    if (ompi_osc_gpuic_stream_named_type(prim, true, &type) != MPI_SUCCESS ||
+        ompi_osc_gpuic_stream_op(op, type, true, &kop) != MPI_SUCCESS) {
         return false;
     }
     args->type = type;
@@ -233,13 +221,13 @@ static int ompi_osc_gpuic_gpu_acc_agent(ompi_osc_gpuic_module_t *module, int tar
                                         struct ompi_datatype_t *prim, size_t nelem)
 {
     mpix_gpuic_agent_cmd_t *cmd = NULL;
-    int rc = ompi_osc_gpuic_agent_begin(module, &cmd), rc_leave;
+    int rc = ompi_osc_gpuic_agent_begin(module, &cmd);
 
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
     cmd->what = MPIX_GPUIC_AGENT_ACC;
-    cmd->flags = ompi_osc_gpuic_gpu_all_same(module) ? MPIX_GPUIC_STREAM_SAME_GPU : 0;
+    cmd->flags = ompi_osc_gpuic_gpu_acc_scope(module);
     cmd->type = c->args.type;
     cmd->op = c->args.op;
     cmd->count = nelem;
@@ -257,13 +245,7 @@ static int ompi_osc_gpuic_gpu_acc_agent(ompi_osc_gpuic_module_t *module, int tar
     if (rc != OMPI_SUCCESS) {
         return rc; /* the slot stays unpublished: the next call reuses it */
     }
-    rc = ompi_osc_gpuic_acc_enter(module, target);
-    if (rc != OMPI_SUCCESS) {
-        return rc;
-    }
-    rc = ompi_osc_gpuic_agent_call(module);
-    rc_leave = ompi_osc_gpuic_acc_leave(module, target);
-    rc = rc != OMPI_SUCCESS ? rc : rc_leave;
+    rc = ompi_osc_gpuic_gpu_acc_agent_call(module, target);
     if (rc == OMPI_SUCCESS && rdt != NULL && c->stage_result) {
         rc = ompi_osc_gpuic_gpu_acc_unpack(result, rcount, rdt, (const char *)cmd->data, prim,
                                            nelem);
@@ -395,7 +377,7 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
     uint64_t *slot[2];
     size_t esize;
     char *words = NULL;
-    int rc, rc_leave, i;
+    int rc, i;
 
     ompi_datatype_type_size(dt, &esize);
     if (!region->gpu || region->direct == NULL || !gpuic_cuda_available() ||
@@ -440,19 +422,14 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
     args.result = on_dev[2] ? (uint64_t)(uintptr_t)result : (uint64_t)(uintptr_t)(words + 16);
     if (rc == OMPI_SUCCESS && cmd != NULL) {
         cmd->what = MPIX_GPUIC_AGENT_CAS;
-        cmd->flags = ompi_osc_gpuic_gpu_all_same(module) ? MPIX_GPUIC_STREAM_SAME_GPU : 0;
+        cmd->flags = ompi_osc_gpuic_gpu_acc_scope(module);
         cmd->type = args.type;
         cmd->count = 1;
         cmd->target = args.target;
         cmd->origin = args.origin;
         cmd->compare = args.compare;
         cmd->result = args.result;
-        rc = ompi_osc_gpuic_acc_enter(module, target);
-        if (rc == OMPI_SUCCESS) {
-            rc = ompi_osc_gpuic_agent_call(module);
-            rc_leave = ompi_osc_gpuic_acc_leave(module, target);
-            rc = rc != OMPI_SUCCESS ? rc : rc_leave;
-        }
+        rc = ompi_osc_gpuic_gpu_acc_agent_call(module, target);
     } else if (rc == OMPI_SUCCESS) {
         rc = ompi_osc_gpuic_gpu_acc_launch(module, target, MPIX_GPUIC_K_HOST_CAS, 1, &args);
     }

@@ -153,9 +153,10 @@ int ompi_osc_gpuic_agent_call(ompi_osc_gpuic_module_t *module);
 /** Waits until every command committed is done. */
 int ompi_osc_gpuic_agent_drain(ompi_osc_gpuic_module_t *module);
 
-/** The kernels' element type (MPIX_Device_type) of the predefined @p dt; MPI_ERR_TYPE when
- *  they have none. */
-int ompi_osc_gpuic_stream_named_type(struct ompi_datatype_t *dt, int *type_p);
+/** The kernels' element type (MPIX_Device_type) of the predefined @p dt, by Open MPI's
+ *  reduction class and size; with @p small also the host kernels' 8- and 16-bit integers
+ *  (MPIX_GPUIC_ACC_*, which no device call takes).  MPI_ERR_TYPE when they have none. */
+int ompi_osc_gpuic_stream_named_type(struct ompi_datatype_t *dt, bool small, int *type_p);
 /** The kernels' operation (MPIX_Device_op) for @p op on elements of @p type; MPI_ERR_OP for
  *  what they cannot do (MPI_NO_OP only when @p allow_no_op). */
 int ompi_osc_gpuic_stream_op(struct ompi_op_t *op, int type, bool allow_no_op, int *op_p);

@@ -55,10 +55,11 @@ static int ompi_osc_gpuic_stream_contig(int count, struct ompi_datatype_t *dt, s
     return rc;
 }
 
-int ompi_osc_gpuic_stream_named_type(struct ompi_datatype_t *dt, int *type_p)
+int ompi_osc_gpuic_stream_named_type(struct ompi_datatype_t *dt, bool small, int *type_p)
 {
+    enum { SIGNED, UNSIGNED, FLOATING } kind;
+    bool narrow = false; /* a class of 8- and 16-bit integers */
     size_t size = 0;
-    int base;
 
     /* Open MPI's reduction class of the predefined type, so that every alias (MPI_INT,
      * MPI_INT32_T, MPI_INTEGER, MPI_AINT, MPI_DOUBLE_PRECISION, ...) maps alike, by size. */
@@ -66,21 +67,31 @@ int ompi_osc_gpuic_stream_named_type(struct ompi_datatype_t *dt, int *type_p)
         dt->id >= OMPI_DATATYPE_MAX_PREDEFINED) {
         return MPI_ERR_TYPE;
     }
-    base = ompi_op_ddt_map[dt->id];
-    ompi_datatype_type_size(dt, &size);
-    switch (base) {
+    switch (ompi_op_ddt_map[dt->id]) {
+    case OMPI_OP_BASE_TYPE_INT8_T:
+    case OMPI_OP_BASE_TYPE_INT16_T:
+    case OMPI_OP_BASE_TYPE_INTEGER1:
+    case OMPI_OP_BASE_TYPE_INTEGER2:
+        narrow = true;
+        kind = SIGNED;
+        break;
+    case OMPI_OP_BASE_TYPE_UINT8_T:
+    case OMPI_OP_BASE_TYPE_UINT16_T:
+        narrow = true;
+        kind = UNSIGNED;
+        break;
     case OMPI_OP_BASE_TYPE_INT32_T:
     case OMPI_OP_BASE_TYPE_INT64_T:
     case OMPI_OP_BASE_TYPE_INTEGER:
     case OMPI_OP_BASE_TYPE_INTEGER4:
     case OMPI_OP_BASE_TYPE_INTEGER8:
     case OMPI_OP_BASE_TYPE_LONG:
-        *type_p = size == 4 ? OMPI_OSC_GPUIC_STREAM_INT32 : OMPI_OSC_GPUIC_STREAM_INT64;
+        kind = SIGNED;
         break;
     case OMPI_OP_BASE_TYPE_UINT32_T:
     case OMPI_OP_BASE_TYPE_UINT64_T:
     case OMPI_OP_BASE_TYPE_UNSIGNED_LONG:
-        *type_p = size == 4 ? OMPI_OSC_GPUIC_STREAM_UINT32 : OMPI_OSC_GPUIC_STREAM_UINT64;
+        kind = UNSIGNED;
         break;
     case OMPI_OP_BASE_TYPE_FLOAT:
     case OMPI_OP_BASE_TYPE_DOUBLE:
@@ -88,12 +99,30 @@ int ompi_osc_gpuic_stream_named_type(struct ompi_datatype_t *dt, int *type_p)
     case OMPI_OP_BASE_TYPE_REAL4:
     case OMPI_OP_BASE_TYPE_REAL8:
     case OMPI_OP_BASE_TYPE_DOUBLE_PRECISION:
-        *type_p = size == 4 ? OMPI_OSC_GPUIC_STREAM_FLOAT : OMPI_OSC_GPUIC_STREAM_DOUBLE;
+        kind = FLOATING;
         break;
     default:
         return MPI_ERR_TYPE;
     }
-    return size == 4 || size == 8 ? MPI_SUCCESS : MPI_ERR_TYPE;
+    ompi_datatype_type_size(dt, &size);
+    if (narrow) {
+        if (!small || (size != 1 && size != 2)) {
+            return MPI_ERR_TYPE;
+        }
+        *type_p = kind == SIGNED ? (size == 1 ? MPIX_GPUIC_ACC_INT8 : MPIX_GPUIC_ACC_INT16)
+                                 : (size == 1 ? MPIX_GPUIC_ACC_UINT8 : MPIX_GPUIC_ACC_UINT16);
+        return MPI_SUCCESS;
+    }
+    if (size != 4 && size != 8) {
+        return MPI_ERR_TYPE;
+    }
+    *type_p = kind == SIGNED     ? (size == 4 ? OMPI_OSC_GPUIC_STREAM_INT32
+                                              : OMPI_OSC_GPUIC_STREAM_INT64)
+              : kind == UNSIGNED ? (size == 4 ? OMPI_OSC_GPUIC_STREAM_UINT32
+                                              : OMPI_OSC_GPUIC_STREAM_UINT64)
+                                 : (size == 4 ? OMPI_OSC_GPUIC_STREAM_FLOAT
+                                              : OMPI_OSC_GPUIC_STREAM_DOUBLE);
+    return MPI_SUCCESS;
 }
 
 /*
@@ -115,7 +144,7 @@ static int ompi_osc_gpuic_stream_elem_type(MPI_Datatype dt, int depth, int *type
     }
     if (combiner == MPI_COMBINER_NAMED) {
         *per_p = 1;
-        return ompi_osc_gpuic_stream_named_type(dt, type_p);
+        return ompi_osc_gpuic_stream_named_type(dt, false, type_p);
     }
     if ((combiner != MPI_COMBINER_CONTIGUOUS && combiner != MPI_COMBINER_DUP) || ni > 1 ||
         na != 0 || nd != 1 ||
