@@ -150,14 +150,6 @@ int ompi_osc_gpuic_agent_call(ompi_osc_gpuic_module_t *module)
     return rc == OMPI_SUCCESS ? ompi_osc_gpuic_agent_wait(module, seq) : rc;
 }
 
-int ompi_osc_gpuic_agent_drain(ompi_osc_gpuic_module_t *module)
-{
-    if (module->gpu_agent == NULL) {
-        return OMPI_SUCCESS;
-    }
-    return ompi_osc_gpuic_agent_wait(module, module->gpu_agent->posted);
-}
-
 int ompi_osc_gpuic_agent_complete(ompi_osc_gpuic_module_t *module)
 {
     ompi_osc_gpuic_agent_t *agent = __atomic_load_n(&module->gpu_agent, __ATOMIC_ACQUIRE);
@@ -263,12 +255,6 @@ int ompi_osc_gpuic_agent_call(ompi_osc_gpuic_module_t *module)
 {
     (void)module;
     return MPI_ERR_UNSUPPORTED_OPERATION;
-}
-
-int ompi_osc_gpuic_agent_drain(ompi_osc_gpuic_module_t *module)
-{
-    (void)module;
-    return OMPI_SUCCESS;
 }
 
 int ompi_osc_gpuic_agent_complete(ompi_osc_gpuic_module_t *module)

@@ -150,8 +150,6 @@ int ompi_osc_gpuic_agent_begin(ompi_osc_gpuic_module_t *module, mpix_gpuic_agent
 int ompi_osc_gpuic_agent_commit(ompi_osc_gpuic_module_t *module, uint64_t *seq_p);
 /** Commits the command begun and waits until it is done (its inline results readable). */
 int ompi_osc_gpuic_agent_call(ompi_osc_gpuic_module_t *module);
-/** Waits until every command committed is done. */
-int ompi_osc_gpuic_agent_drain(ompi_osc_gpuic_module_t *module);
 
 /** The kernels' element type (MPIX_Device_type) of the predefined @p dt, by Open MPI's
  *  reduction class and size; with @p small also the host kernels' 8- and 16-bit integers
