@@ -240,6 +240,7 @@ typedef enum mpix_gpuic_stream_kernel {
     MPIX_GPUIC_K_HOST_ACC,
     MPIX_GPUIC_K_HOST_CAS,
     MPIX_GPUIC_K_AGENT,
+    MPIX_GPUIC_K_COPY_BULK,
     MPIX_GPUIC_K_COUNT
 } mpix_gpuic_stream_kernel_t;
 

@@ -18,6 +18,7 @@
 #include "opal/util/info.h"
 
 #include "osc_gpuic.h"
+#include "osc_gpuic_stream.h"
 
 /* True when the info asks for device memory: mpi_assert_memory_alloc_kinds lists cuda:device. */
 bool ompi_osc_gpuic_info_wants_device(struct opal_info_t *info)
@@ -188,6 +189,34 @@ int ompi_osc_gpuic_gpu_stream(ompi_osc_gpuic_module_t *module, void **stream_p)
     return OMPI_SUCCESS;
 }
 
+/* Copies of at least this many bytes between two buffers of this GPU go to the bulk copy
+ * kernel (a launch costs about what a driver copy call does; below this the copy is short
+ * either way). */
+#define OMPI_OSC_GPUIC_GPU_BULK_MIN (256 * 1024)
+
+/* Queues @p len bytes from @p src to @p dst, both device memory of this GPU, as a bulk copy
+ * kernel on @p stream; false when the kernel image is not there (the driver copies then). */
+static bool ompi_osc_gpuic_gpu_copy_bulk(void *dst, const void *src, size_t len, void *stream,
+                                         int *rc_p)
+{
+#ifdef OMPI_OSC_GPUIC_HAVE_STREAM
+    mpix_gpuic_stream_copy_args_t a;
+    size_t grid = (len + 16383) / 16384;
+
+    a.dst = (uint64_t)(uintptr_t)dst;
+    a.src = (uint64_t)(uintptr_t)src;
+    a.bytes = len;
+    a.flags = 0;
+    a.reserved = 0;
+    *rc_p = ompi_osc_gpuic_stream_launch(MPIX_GPUIC_K_COPY_BULK,
+                                         (unsigned)(grid > 1024 ? 1024 : grid), 256, stream, &a);
+    return *rc_p != MPI_ERR_UNSUPPORTED_OPERATION;
+#else
+    (void)dst, (void)src, (void)len, (void)stream, (void)rc_p;
+    return false;
+#endif
+}
+
 int ompi_osc_gpuic_gpu_copy(ompi_osc_gpuic_module_t *module, void *dst, const void *src,
                             size_t len)
 {
@@ -203,9 +232,17 @@ int ompi_osc_gpuic_gpu_copy(ompi_osc_gpuic_module_t *module, void *dst, const vo
             return rc;
         }
     }
-    status = gpuic_cuda_memcpy_async(dst, src, len, stream);
-    if (status != GPUIC_OK) {
-        return ompi_osc_gpuic_error(status);
+    if (len >= OMPI_OSC_GPUIC_GPU_BULK_MIN && gpuic_cuda_ptr_on_current_device(dst) &&
+        gpuic_cuda_ptr_on_current_device(src) &&
+        ompi_osc_gpuic_gpu_copy_bulk(dst, src, len, stream, &rc)) {
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+    } else {
+        status = gpuic_cuda_memcpy_async(dst, src, len, stream);
+        if (status != GPUIC_OK) {
+            return ompi_osc_gpuic_error(status);
+        }
     }
     /* Counted after it is queued: a drain that sees the count synchronizes after the copy. */
     ompi_osc_gpuic_gpu_count_queued(module);

@@ -24,8 +24,10 @@
 
 #ifdef OMPI_OSC_GPUIC_HAVE_STREAM
 
-/* Spins on the done word before waits also yield the core. */
-#define OMPI_OSC_GPUIC_AGENT_SPINS 4096
+/* How long a wait for the agent only spins on the done word before it also yields the core
+ * between looks: a few round trips through host memory, which a yield (a system call, slow
+ * in some sandboxes) would otherwise stretch. */
+#define OMPI_OSC_GPUIC_AGENT_SPIN_NS 50000
 
 struct ompi_osc_gpuic_agent {
     mpix_gpuic_agent_ring_t *ring;  /* mapped pinned memory */
@@ -68,17 +70,23 @@ static int ompi_osc_gpuic_agent_wait(ompi_osc_gpuic_module_t *module, uint64_t s
 {
     ompi_osc_gpuic_agent_t *agent = module->gpu_agent;
     double timeout = gpuic_context_timeout(mca_osc_gpuic_component.ctx);
-    uint64_t start = 0;
+    uint64_t start = 0, now;
     unsigned spins = 0;
 
     while (ompi_osc_gpuic_agent_load(&agent->ring->done) < seq) {
-        if (++spins < OMPI_OSC_GPUIC_AGENT_SPINS) {
+        /* the clock is read every 256 looks */
+        if ((++spins & 255) != 0) {
+            continue;
+        }
+        now = gpuic_context_now_ns();
+        if (start == 0) {
+            start = now;
+        }
+        if (now - start < OMPI_OSC_GPUIC_AGENT_SPIN_NS) {
             continue;
         }
         /* a long wait (a busy GPU): give the core away between looks */
-        if (start == 0) {
-            start = gpuic_context_now_ns();
-        } else if (timeout > 0 && (double)(gpuic_context_now_ns() - start) > timeout * 1e9) {
+        if (timeout > 0 && (double)(now - start) > timeout * 1e9) {
             gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: the window agent did not execute "
                       "command %llu within %.0f s (osc_gpuic_timeout)",
                       ompi_comm_rank(module->comm), module->id, (unsigned long long)seq,

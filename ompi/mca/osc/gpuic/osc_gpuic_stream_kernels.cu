@@ -242,6 +242,19 @@ extern "C" __global__ void mpix_gpuic_k_copy_small(mpix_gpuic_stream_copy_args_t
     rma_complete(a.flags);
 }
 
+/*
+ * A large copy between two device buffers of this GPU for a host MPI_Put or MPI_Get (the
+ * window's mapping of a same-node peer's memory, or our own), by the whole grid: loads and
+ * stores through the mapping run at the memory's bandwidth, where the driver's copy between
+ * an IPC mapping and device memory does not (docs/performance.md, CUDA-aware host RMA).
+ */
+extern "C" __global__ void mpix_gpuic_k_copy_bulk(mpix_gpuic_stream_copy_args_t a)
+{
+    gpuic_dev_stream_prologue();
+    gpuic_dev_copy_team<4>((char *)(uintptr_t)a.dst, (const char *)(uintptr_t)a.src, a.bytes,
+                           blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Completion.                                                                              */
 
@@ -656,15 +669,27 @@ __device__ static inline uint64_t agent_now(void)
     return t;
 }
 
-/* Executes command @p c with the 32 lanes of the warp. */
-__device__ static inline void agent_exec(const mpix_gpuic_agent_cmd_t *c, unsigned lane)
+/* Where a command's operand at @p addr is read from: its copy in @p copy when @p addr points
+ * into the inline bytes of @p slot (the host's mapped slot), else @p addr itself. */
+__device__ static inline uint64_t agent_src(const mpix_gpuic_agent_cmd_t *slot,
+                                            const mpix_gpuic_agent_cmd_t *copy, uint64_t addr)
+{
+    uint64_t off = addr - (uint64_t)(uintptr_t)slot->data;
+
+    return off < MPIX_GPUIC_AGENT_INLINE ? (uint64_t)(uintptr_t)(copy->data + off) : addr;
+}
+
+/* Executes command @p c (the warp's copy of @p slot) with the 32 lanes of the warp: operands
+ * are read from the copy, results written where the command says (the slot for inline ones). */
+__device__ static inline void agent_exec(const mpix_gpuic_agent_cmd_t *slot,
+                                         const mpix_gpuic_agent_cmd_t *c, unsigned lane)
 {
     bool same_gpu = (c->flags & MPIX_GPUIC_STREAM_SAME_GPU) != 0;
 
     switch (c->what) {
     case MPIX_GPUIC_AGENT_PUT:
-        gpuic_dev_copy((char *)(uintptr_t)c->target, (const char *)(uintptr_t)c->origin,
-                       c->count, lane, 32);
+        gpuic_dev_copy((char *)(uintptr_t)c->target,
+                       (const char *)(uintptr_t)agent_src(slot, c, c->origin), c->count, lane, 32);
         break;
     case MPIX_GPUIC_AGENT_GET:
         gpuic_dev_copy((char *)(uintptr_t)c->result, (const char *)(uintptr_t)c->target,
@@ -674,7 +699,7 @@ __device__ static inline void agent_exec(const mpix_gpuic_agent_cmd_t *c, unsign
         acc_args_t a;
         size_t esize = host_acc_esize(c->type);
 
-        a.origin = c->origin;
+        a.origin = c->origin != 0 ? agent_src(slot, c, c->origin) : 0;
         a.result = c->result;
         a.type = c->type;
         a.op = c->op;
@@ -685,12 +710,46 @@ __device__ static inline void agent_exec(const mpix_gpuic_agent_cmd_t *c, unsign
     }
     case MPIX_GPUIC_AGENT_CAS:
         if (lane == 0) {
-            host_cas(same_gpu, c->type, c->target, c->origin, c->compare, c->result);
+            host_cas(same_gpu, c->type, c->target, agent_src(slot, c, c->origin),
+                     agent_src(slot, c, c->compare), c->result);
         }
         break;
     default:
         break;
     }
+}
+
+/* Words of a command the warp copies out of host memory at once. */
+static_assert(sizeof(mpix_gpuic_agent_cmd_t) % sizeof(uint64_t) == 0, "whole words");
+#define AGENT_CMD_WORDS (sizeof(mpix_gpuic_agent_cmd_t) / sizeof(uint64_t))
+
+/* Copies command @p slot into @p copy with the whole warp: every lane's loads are issued
+ * together, one round trip over the bus where field-by-field reads of the slot would cost a
+ * round trip per dependent read (the opcode, then the addresses, then the inline bytes).
+ * Called after lane 0's acquire of the slot's seq and a warp barrier, which order these loads
+ * after it. */
+__device__ static inline void agent_fetch(const mpix_gpuic_agent_cmd_t *slot,
+                                          mpix_gpuic_agent_cmd_t *copy, unsigned lane)
+{
+    const volatile uint64_t *src = (const volatile uint64_t *)slot;
+    uint64_t *dst = (uint64_t *)copy;
+    uint64_t w[(AGENT_CMD_WORDS + 31) / 32];
+
+#pragma unroll
+    for (unsigned k = 0; k < (AGENT_CMD_WORDS + 31) / 32; ++k) {
+        unsigned i = lane + 32 * k;
+
+        w[k] = i < AGENT_CMD_WORDS ? src[i] : 0;
+    }
+#pragma unroll
+    for (unsigned k = 0; k < (AGENT_CMD_WORDS + 31) / 32; ++k) {
+        unsigned i = lane + 32 * k;
+
+        if (i < AGENT_CMD_WORDS) {
+            dst[i] = w[k];
+        }
+    }
+    __syncwarp();
 }
 
 /*
@@ -700,6 +759,8 @@ __device__ static inline void agent_exec(const mpix_gpuic_agent_cmd_t *c, unsign
  */
 extern "C" __global__ void mpix_gpuic_k_agent(mpix_gpuic_agent_ring_t *ring)
 {
+    __shared__ mpix_gpuic_agent_cmd_t copy;
+
     gpuic_dev_stream_prologue();
 
     const unsigned full = 0xffffffffu;
@@ -717,14 +778,15 @@ extern "C" __global__ void mpix_gpuic_k_agent(mpix_gpuic_agent_ring_t *ring)
             /* lane 0's acquire orders the command for the whole warp (the warp barrier
              * orders memory among its lanes), and every lane's writes before done */
             __syncwarp();
-            if (c->what == MPIX_GPUIC_AGENT_EXIT) {
+            agent_fetch(c, &copy, lane);
+            if (copy.what == MPIX_GPUIC_AGENT_EXIT) {
                 if (lane == 0) {
                     agent_store_release(&ring->done, next);
                     agent_store_release(&ring->state, MPIX_GPUIC_AGENT_STOPPED);
                 }
                 return;
             }
-            agent_exec(c, lane);
+            agent_exec(c, &copy, lane);
             __syncwarp();
             if (lane == 0) {
                 __threadfence_system();

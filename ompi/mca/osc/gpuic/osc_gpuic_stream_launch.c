@@ -39,6 +39,7 @@ static const char *const ompi_osc_gpuic_stream_names[MPIX_GPUIC_K_COUNT] = {
     [MPIX_GPUIC_K_HOST_ACC] = "mpix_gpuic_k_host_acc",
     [MPIX_GPUIC_K_HOST_CAS] = "mpix_gpuic_k_host_cas",
     [MPIX_GPUIC_K_AGENT] = "mpix_gpuic_k_agent",
+    [MPIX_GPUIC_K_COPY_BULK] = "mpix_gpuic_k_copy_bulk",
 };
 
 /* Loaded kernels: one module per context, found by a short linear search. */
