@@ -12,6 +12,10 @@
  *   d2d_bw SIZE        copy-engine cudaMemcpyAsync device -> device of SIZE bytes, repeated,
  *                      bytes copied per second (GB/s, CUDA events), --min-bw-bytes (1 MiB) ..
  *                      --max-bytes (64 MiB) by 2
+ *   d2d_bw_flushed SIZE the same copies in the shape of gpu_window_bench's bandwidth rows
+ *                      (op_time.h's op_bw: k copies of SIZE to distinct offsets, k x SIZE =
+ *                      16 MiB, then a stream synchronization, as k puts and a flush), host
+ *                      clock (GB/s)
  */
 #include <cuda_runtime.h>
 
@@ -19,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "op_time.h"
 
 static FILE *csv;
 
@@ -122,6 +128,12 @@ int main(int argc, char **argv)
         cudaEventSynchronize(e1);
         cudaEventElapsedTime(&ms, e0, e1);
         row("d2d_bw", size, (double)size * reps / (ms * 1e-3) / 1e9, "GB/s");
+    }
+    for (size = min_bw; size <= max_bytes; size *= 2) {
+        row("d2d_bw_flushed", size, op_bw(size, iters, 0.5, [&](size_t j) {
+                cudaMemcpyAsync(dst + j * size, src + j * size, size, cudaMemcpyDeviceToDevice,
+                                stream);
+            }, [&] { cudaStreamSynchronize(stream); }), "GB/s");
     }
     if (!check(cudaGetLastError(), "run")) return 1;
     if (csv != NULL) fclose(csv);

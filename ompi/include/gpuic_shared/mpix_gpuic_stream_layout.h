@@ -165,10 +165,17 @@ typedef struct mpix_gpuic_acc_args {
  * command; the host launches it again when it finds it stopped.
  *
  * Protocol, host (one poster at a time, under the window's gpu_lock) and agent:
- *  - the host fills slot (seq % SLOTS) of command seq (1, 2, ...), then stores seq in its seq
- *    word (release); the agent loads that word (acquire, system scope) until it reads the seq
- *    it expects, executes the command, and stores seq in done (release, system scope) after
- *    the command's writes; the host reads inline results once done >= seq;
+ *  - the host fills slot (seq % SLOTS) of command seq (1, 2, ...), then writes the slot's
+ *    tagged copy (tagged[seq % SLOTS]: its fields and first MPIX_GPUIC_AGENT_TAGGED_DATA
+ *    inline bytes, 4 bytes per 8-byte word whose upper half is the low 32 bits of seq), then
+ *    stores seq in the slot's seq word (release);
+ *  - the agent reads the tagged copy, one word per lane, until every word carries the seq it
+ *    expects: each word is written and read whole, so a word with the right tag holds that
+ *    command's bytes, and the command arrives in one bus round trip with no ordering between
+ *    the words needed.  A command whose inline operands go past the tagged bytes is read
+ *    from the slot after an acquire load of its seq word (system scope) has returned seq;
+ *  - the agent executes the command and stores seq in done (release, system scope) after the
+ *    command's writes; the host reads inline results once done >= seq;
  *  - the host reuses a slot only once done shows its command finished;
  *  - stopping: the agent stores STOPPING, fences, checks the next slot once more, and stores
  *    STOPPED and exits only if it is still empty (else back to RUNNING); the host, after
@@ -210,6 +217,14 @@ typedef struct mpix_gpuic_agent_cmd {
     uint8_t  data[MPIX_GPUIC_AGENT_INLINE];
 } mpix_gpuic_agent_cmd_t;
 
+/** Inline bytes a command's tagged copy carries; the fields before them are the command's
+ *  bytes from what to pad (64). */
+#define MPIX_GPUIC_AGENT_TAGGED_DATA  64
+#define MPIX_GPUIC_AGENT_TAGGED_FIELDS 64
+/** Words of a tagged copy: 4 payload bytes each, one per lane of the agent's warp. */
+#define MPIX_GPUIC_AGENT_TAGGED_WORDS \
+    ((MPIX_GPUIC_AGENT_TAGGED_FIELDS + MPIX_GPUIC_AGENT_TAGGED_DATA) / 4)
+
 /** The ring, in mapped pinned host memory. */
 typedef struct mpix_gpuic_agent_ring {
     uint64_t done;       /**< agent: the last command executed */
@@ -217,6 +232,8 @@ typedef struct mpix_gpuic_agent_ring {
     uint64_t state;      /**< MPIX_GPUIC_AGENT_* */
     uint64_t pad1[7];
     mpix_gpuic_agent_cmd_t cmd[MPIX_GPUIC_AGENT_SLOTS];
+    /** per slot: the tagged copy of its command (the protocol above) */
+    uint64_t tagged[MPIX_GPUIC_AGENT_SLOTS][MPIX_GPUIC_AGENT_TAGGED_WORDS];
 } mpix_gpuic_agent_ring_t;
 
 /** The kernels of the embedded image, by index (names in osc_gpuic_stream_launch.c). */

@@ -18,6 +18,7 @@
  * Every kernel begins with gpuic_dev_stream_prologue() or gpuic_dev_stream_prologue_waiting()
  * (programmatic dependent launch, below).
  */
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mpix_gpuic_device.cuh"
@@ -719,35 +720,79 @@ __device__ static inline void agent_exec(const mpix_gpuic_agent_cmd_t *slot,
     }
 }
 
-/* Words of a command the warp copies out of host memory at once. */
-static_assert(sizeof(mpix_gpuic_agent_cmd_t) % sizeof(uint64_t) == 0, "whole words");
-#define AGENT_CMD_WORDS (sizeof(mpix_gpuic_agent_cmd_t) / sizeof(uint64_t))
+static_assert(MPIX_GPUIC_AGENT_TAGGED_WORDS == 32, "one tagged word per lane");
+static_assert(offsetof(mpix_gpuic_agent_cmd_t, data) - offsetof(mpix_gpuic_agent_cmd_t, what) ==
+                  MPIX_GPUIC_AGENT_TAGGED_FIELDS,
+              "the tagged fields run from what to data");
 
-/* Copies command @p slot into @p copy with the whole warp: every lane's loads are issued
- * together, one round trip over the bus where field-by-field reads of the slot would cost a
- * round trip per dependent read (the opcode, then the addresses, then the inline bytes).
- * Called after lane 0's acquire of the slot's seq and a warp barrier, which order these loads
- * after it. */
-__device__ static inline void agent_fetch(const mpix_gpuic_agent_cmd_t *slot,
-                                          mpix_gpuic_agent_cmd_t *copy, unsigned lane)
+/* Reads the tagged copy of command @p seq (one word per lane) into @p copy; false, with
+ * nothing stored, while some word does not carry seq's tag yet.  The loads are volatile:
+ * each polls host memory again. */
+__device__ static inline bool agent_fetch_tagged(const uint64_t *tagged, uint64_t seq,
+                                                 mpix_gpuic_agent_cmd_t *copy, unsigned lane)
 {
-    const volatile uint64_t *src = (const volatile uint64_t *)slot;
-    uint64_t *dst = (uint64_t *)copy;
-    uint64_t w[(AGENT_CMD_WORDS + 31) / 32];
+    uint64_t w = ((const volatile uint64_t *)tagged)[lane];
+    bool ok = __all_sync(0xffffffffu, (uint32_t)(w >> 32) == (uint32_t)seq);
 
-#pragma unroll
-    for (unsigned k = 0; k < (AGENT_CMD_WORDS + 31) / 32; ++k) {
-        unsigned i = lane + 32 * k;
+    if (ok) {
+        unsigned off = lane * 4;
+        uint32_t v = (uint32_t)w;
+        char *dst = off < MPIX_GPUIC_AGENT_TAGGED_FIELDS
+                        ? (char *)&copy->what + off
+                        : (char *)copy->data + (off - MPIX_GPUIC_AGENT_TAGGED_FIELDS);
 
-        w[k] = i < AGENT_CMD_WORDS ? src[i] : 0;
+        *(uint32_t *)dst = v;
+        __syncwarp();
     }
-#pragma unroll
-    for (unsigned k = 0; k < (AGENT_CMD_WORDS + 31) / 32; ++k) {
-        unsigned i = lane + 32 * k;
+    return ok;
+}
 
-        if (i < AGENT_CMD_WORDS) {
-            dst[i] = w[k];
+/* Inline bytes command @p c reads from its slot: the extent of its operands that point into
+ * @p slot's inline bytes (agent_src). */
+__device__ static inline uint64_t agent_inline_need(const mpix_gpuic_agent_cmd_t *slot,
+                                                    const mpix_gpuic_agent_cmd_t *c)
+{
+    uint64_t lo = (uint64_t)(uintptr_t)slot->data, need = 0, esize = host_acc_esize(c->type);
+
+    switch (c->what) {
+    case MPIX_GPUIC_AGENT_PUT:
+        need = c->origin - lo < MPIX_GPUIC_AGENT_INLINE ? c->origin - lo + c->count : 0;
+        break;
+    case MPIX_GPUIC_AGENT_ACC:
+        need = c->origin != 0 && c->origin - lo < MPIX_GPUIC_AGENT_INLINE
+                   ? c->origin - lo + c->count * esize
+                   : 0;
+        break;
+    case MPIX_GPUIC_AGENT_CAS:
+        need = c->origin - lo < MPIX_GPUIC_AGENT_INLINE ? c->origin - lo + esize : 0;
+        if (c->compare - lo < MPIX_GPUIC_AGENT_INLINE && c->compare - lo + esize > need) {
+            need = c->compare - lo + esize;
         }
+        break;
+    default:
+        break;
+    }
+    return need;
+}
+
+/* Completes @p copy with the inline bytes past the tagged ones, read from @p slot by the warp
+ * once lane 0's acquire load of the slot's seq word returned @p seq (the host stores it after
+ * the bytes); the warp barrier orders the other lanes' loads after it. */
+__device__ static inline void agent_fetch_rest(const mpix_gpuic_agent_cmd_t *slot, uint64_t seq,
+                                               mpix_gpuic_agent_cmd_t *copy, uint64_t need,
+                                               unsigned lane)
+{
+    const volatile uint32_t *src = (const volatile uint32_t *)slot->data;
+    uint32_t *dst = (uint32_t *)copy->data;
+
+    if (lane == 0) {
+        while (agent_load_acquire(&slot->seq) != seq) {
+        }
+    }
+    __syncwarp();
+    need = need > MPIX_GPUIC_AGENT_INLINE ? MPIX_GPUIC_AGENT_INLINE : need;
+    for (uint64_t i = MPIX_GPUIC_AGENT_TAGGED_DATA / 4 + lane; i < (need + 3) / 4; i += 32) {
+        dst[i] = src[i];
     }
     __syncwarp();
 }
@@ -770,15 +815,15 @@ extern "C" __global__ void mpix_gpuic_k_agent(mpix_gpuic_agent_ring_t *ring)
 
     for (;;) {
         const mpix_gpuic_agent_cmd_t *c = &ring->cmd[next % MPIX_GPUIC_AGENT_SLOTS];
-        uint64_t seq = lane == 0 ? agent_load_acquire(&c->seq) : 0;
         int stop = 0;
 
-        seq = __shfl_sync(full, seq, 0);
-        if (seq == next) {
-            /* lane 0's acquire orders the command for the whole warp (the warp barrier
-             * orders memory among its lanes), and every lane's writes before done */
-            __syncwarp();
-            agent_fetch(c, &copy, lane);
+        if (agent_fetch_tagged(ring->tagged[next % MPIX_GPUIC_AGENT_SLOTS], next, &copy,
+                               lane)) {
+            uint64_t need = agent_inline_need(c, &copy);
+
+            if (need > MPIX_GPUIC_AGENT_TAGGED_DATA) {
+                agent_fetch_rest(c, next, &copy, need, lane);
+            }
             if (copy.what == MPIX_GPUIC_AGENT_EXIT) {
                 if (lane == 0) {
                     agent_store_release(&ring->done, next);
@@ -787,6 +832,7 @@ extern "C" __global__ void mpix_gpuic_k_agent(mpix_gpuic_agent_ring_t *ring)
                 return;
             }
             agent_exec(c, &copy, lane);
+            /* every lane's writes before done */
             __syncwarp();
             if (lane == 0) {
                 __threadfence_system();
