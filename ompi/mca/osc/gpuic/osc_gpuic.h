@@ -707,6 +707,28 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
                             const void *origin, const void *compare, void *result,
                             struct ompi_datatype_t *dt, int *rc_p);
 
+/**
+ * Registers a GPU window's device memory with the executor of remote atomics
+ * (osc_gpuic_gpu_exec.c), before peers can reach it; does nothing for other windows.
+ * MPI_ERR_NO_MEM when the registry cannot grow.
+ */
+int ompi_osc_gpuic_gpu_exec_add(ompi_osc_gpuic_module_t *module);
+/** Takes the window out of the executor's registry, waiting for a request executing on it;
+ *  before its memory and agent go. */
+void ompi_osc_gpuic_gpu_exec_remove(ompi_osc_gpuic_module_t *module);
+/**
+ * The remote call handler (gpuic_call_handler_t) of the component's context in processes that
+ * use CUDA: executes a gpuic_call_atomic_t on a GPU window of this process with its agent.
+ * GPUIC_ERR_BAD_KEY when the range is in no GPU window, GPUIC_ERR_UNSUPPORTED for a type or op
+ * the kernels lack or with the agent off, GPUIC_ERR_NO_RESOURCE when the window is busy.
+ */
+gpuic_status_t ompi_osc_gpuic_gpu_exec_handler(void *arg, const void *req, size_t req_len,
+                                               void *reply, size_t reply_cap,
+                                               size_t *reply_len_p);
+/** libgpuic's codes (enum gpuic_acc_type, enum gpuic_acc_op) of the kernels' element type and
+ *  op; false when the pair has none. */
+bool ompi_osc_gpuic_gpu_exec_codes(int kernel_type, int kernel_op, int *type_p, int *op_p);
+
 /** Stops the window agent and frees it (window free; osc_gpuic_gpu_agent.c). */
 void ompi_osc_gpuic_agent_release(ompi_osc_gpuic_module_t *module);
 
