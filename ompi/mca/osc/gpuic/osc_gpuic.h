@@ -729,6 +729,26 @@ gpuic_status_t ompi_osc_gpuic_gpu_exec_handler(void *arg, const void *req, size_
  *  op; false when the pair has none. */
 bool ompi_osc_gpuic_gpu_exec_codes(int kernel_type, int kernel_op, int *type_p, int *op_p);
 
+/**
+ * An accumulate-family call (arguments as ompi_osc_gpuic_gpu_acc) on GPU window memory of a
+ * peer this process does not map (another node), executed by the peer's window agent through
+ * remote calls (osc_gpuic_gpu_exec.c), when the kernels know the op and element type and the
+ * target elements are naturally aligned.  false: it cannot, nothing was done (the lock path
+ * takes it); true: done, its result in *rc_p.
+ */
+bool ompi_osc_gpuic_gpu_acc_remote(ompi_osc_gpuic_module_t *module, int target,
+                                   const ompi_osc_gpuic_region_t *region, uint64_t raddr,
+                                   const void *origin, int ocount, struct ompi_datatype_t *odt,
+                                   void *result, int rcount, struct ompi_datatype_t *rdt,
+                                   int tcount, struct ompi_datatype_t *tdt,
+                                   struct ompi_op_t *op, struct ompi_datatype_t *prim,
+                                   size_t nelem, int *rc_p);
+/** MPI_Compare_and_swap of a 1-, 2-, 4- or 8-byte element the same way; false: it cannot. */
+bool ompi_osc_gpuic_gpu_cas_remote(ompi_osc_gpuic_module_t *module, int target,
+                                   const ompi_osc_gpuic_region_t *region, uint64_t raddr,
+                                   const void *origin, const void *compare, void *result,
+                                   struct ompi_datatype_t *dt, int *rc_p);
+
 /** Stops the window agent and frees it (window free; osc_gpuic_gpu_agent.c). */
 void ompi_osc_gpuic_agent_release(ompi_osc_gpuic_module_t *module);
 

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "mpi.h"
+#include "ompi/datatype/ompi_datatype.h"
 
 #include "osc_gpuic.h"
 #include "osc_gpuic_stream.h"
@@ -330,4 +331,232 @@ gpuic_status_t ompi_osc_gpuic_gpu_exec_handler(void *arg, const void *req, size_
     }
     pthread_mutex_unlock(&ompi_osc_gpuic_exec.lock);
     return status;
+}
+
+/*
+ * The origin side: host accumulate-family calls on a GPU window of a peer this process does
+ * not map (another node).  Origin elements are packed on the host (device buffers through the
+ * bounce helpers), the target's elements are walked as runs of naturally aligned elements, and
+ * each run goes in requests of at most GPUIC_CALL_ATOMIC_INLINE bytes; the old elements come
+ * back in the replies.  Each element is one device atomic at the target, so these calls are
+ * atomic with every device atomic on the same elements.  Against the target's accumulate lock
+ * (calls that take the lock path) they announce themselves as single-element atomics do.
+ */
+
+/* Runs of target elements, at the owner's addresses. */
+typedef struct ompi_osc_gpuic_exec_runs {
+    mpix_gpuic_acc_run_t *run;
+    size_t               n, max, esize;
+    const char           *anchor; /* the packed side's element 0 */
+} ompi_osc_gpuic_exec_runs_t;
+
+static char ompi_osc_gpuic_exec_anchor[1];
+
+static int ompi_osc_gpuic_exec_runs_add(char *a, char *b, size_t len, void *arg)
+{
+    ompi_osc_gpuic_exec_runs_t *r = arg;
+    uint64_t first = (uint64_t)(a - r->anchor), target = (uint64_t)(uintptr_t)b;
+    mpix_gpuic_acc_run_t *last = r->n > 0 ? &r->run[r->n - 1] : NULL;
+
+    if (len % r->esize != 0 || first % r->esize != 0 || target % r->esize != 0) {
+        return MPI_ERR_TYPE; /* misaligned: the lock path takes the call */
+    }
+    first /= r->esize;
+    if (last != NULL && last->first + last->count == first &&
+        last->target + last->count * r->esize == target) {
+        last->count += len / r->esize;
+        return OMPI_SUCCESS;
+    }
+    if (r->n == r->max) {
+        size_t max = r->max > 0 ? 2 * r->max : 16;
+        mpix_gpuic_acc_run_t *grown = realloc(r->run, max * sizeof(*grown));
+
+        if (grown == NULL) {
+            return MPI_ERR_NO_MEM;
+        }
+        r->run = grown;
+        r->max = max;
+    }
+    r->run[r->n].target = target;
+    r->run[r->n].first = first;
+    r->run[r->n].count = len / r->esize;
+    r->n++;
+    return OMPI_SUCCESS;
+}
+
+/* One request to the target; reply bytes (old elements) into @p old when fetching. */
+static int ompi_osc_gpuic_exec_send(ompi_osc_gpuic_module_t *module, int target,
+                                    gpuic_call_atomic_t *a, size_t in_bytes, void *old,
+                                    size_t old_bytes)
+{
+    size_t len = 0;
+    gpuic_status_t status;
+
+    status = gpuic_ep_call(module->peers[target].ep, a, gpuic_call_atomic_len(in_bytes), old,
+                           old_bytes, &len);
+    if (status == GPUIC_OK && len != old_bytes) {
+        status = GPUIC_ERR_TRANSPORT;
+    }
+    if (status != GPUIC_OK) {
+        gpuic_log(status == GPUIC_ERR_BAD_KEY ? GPUIC_LOG_DEBUG : GPUIC_LOG_ERROR,
+                  "rank %d: window %d: atomic on GPU window memory of rank %d, executed there, "
+                  "failed: %s", ompi_comm_rank(module->comm), module->id, target,
+                  gpuic_status_string(status));
+    }
+    return ompi_osc_gpuic_error(status);
+}
+
+/* Every run in requests; between acc_enter and acc_leave on the target. */
+static int ompi_osc_gpuic_exec_runs_send(ompi_osc_gpuic_module_t *module, int target,
+                                         const ompi_osc_gpuic_exec_runs_t *runs, int type,
+                                         int op, const char *obuf, char *rbuf)
+{
+    size_t esize = runs->esize, per = GPUIC_CALL_ATOMIC_INLINE / esize;
+    gpuic_call_atomic_t a;
+    int rc = ompi_osc_gpuic_acc_enter(module, target), rc_leave;
+
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    memset(&a, 0, offsetof(gpuic_call_atomic_t, data));
+    a.op = GPUIC_CALL_ACC;
+    a.flags = rbuf != NULL ? GPUIC_CALL_FETCH : 0;
+    a.esize = (uint8_t)esize;
+    a.type = type;
+    a.acc_op = op;
+    for (size_t i = 0; i < runs->n && rc == OMPI_SUCCESS; ++i) {
+        const mpix_gpuic_acc_run_t *run = &runs->run[i];
+
+        for (uint64_t k = 0; k < run->count && rc == OMPI_SUCCESS; k += per) {
+            size_t n = run->count - k < per ? (size_t)(run->count - k) : per;
+            size_t off = (size_t)(run->first + k) * esize, in = obuf != NULL ? n * esize : 0;
+
+            a.addr = run->target + k * esize;
+            a.count = (uint32_t)n;
+            if (in > 0) {
+                memcpy(a.data, obuf + off, in);
+            }
+            rc = ompi_osc_gpuic_exec_send(module, target, &a, in,
+                                          rbuf != NULL ? rbuf + off : NULL,
+                                          rbuf != NULL ? n * esize : 0);
+        }
+    }
+    rc_leave = ompi_osc_gpuic_acc_leave(module, target);
+    return rc != OMPI_SUCCESS ? rc : rc_leave;
+}
+
+bool ompi_osc_gpuic_gpu_acc_remote(ompi_osc_gpuic_module_t *module, int target,
+                                   const ompi_osc_gpuic_region_t *region, uint64_t raddr,
+                                   const void *origin, int ocount, struct ompi_datatype_t *odt,
+                                   void *result, int rcount, struct ompi_datatype_t *rdt,
+                                   int tcount, struct ompi_datatype_t *tdt,
+                                   struct ompi_op_t *op, struct ompi_datatype_t *prim,
+                                   size_t nelem, int *rc_p)
+{
+    ompi_osc_gpuic_exec_runs_t runs = {0};
+    ompi_osc_gpuic_bounce_t ob = {0}, rb = {0};
+    bool has_origin, fetching = rdt != NULL;
+    int ktype = 0, kop = 0, type = 0, gop = 0, rc, rc_b;
+    char *obuf = NULL, *rbuf = NULL;
+    size_t esize;
+
+    if (!region->gpu || region->direct != NULL || module->peers[target].ep == NULL ||
+        ompi_osc_gpuic_stream_named_type(prim, true, &ktype) != MPI_SUCCESS ||
+        ompi_osc_gpuic_stream_op(op, ktype, true, &kop) != MPI_SUCCESS ||
+        !ompi_osc_gpuic_gpu_exec_codes(ktype, kop, &type, &gop)) {
+        return false;
+    }
+    /* told by the op, not the address: MPI_BOTTOM with absolute datatypes is a buffer */
+    has_origin = kop != MPIX_DEVICE_NO_OP;
+    ompi_datatype_type_size(prim, &esize);
+    runs.esize = esize;
+    runs.anchor = ompi_osc_gpuic_exec_anchor;
+    if (ompi_osc_gpuic_dt_walk(ompi_osc_gpuic_exec_anchor, (int)nelem, prim,
+                               (char *)(uintptr_t)raddr, tcount, tdt,
+                               ompi_osc_gpuic_exec_runs_add, &runs) != OMPI_SUCCESS) {
+        free(runs.run);
+        return false;
+    }
+    /* From here on the call is the target GPU's: every outcome is its result. */
+    obuf = has_origin ? malloc(nelem * esize) : NULL;
+    rbuf = fetching ? malloc(nelem * esize) : NULL;
+    rc = (has_origin && obuf == NULL) || (fetching && rbuf == NULL) ? MPI_ERR_NO_MEM
+                                                                     : OMPI_SUCCESS;
+    if (rc == OMPI_SUCCESS && has_origin) {
+        rc = ompi_osc_gpuic_bounce_in(&ob, (void *)origin, ocount, odt);
+        if (rc == OMPI_SUCCESS) {
+            rc = ompi_osc_gpuic_dt_copy(obuf, (int)nelem, prim, ob.buf, ocount, odt);
+        }
+        rc_b = ompi_osc_gpuic_bounce_out(&ob, false);
+        rc = rc != OMPI_SUCCESS ? rc : rc_b;
+    }
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_exec_runs_send(module, target, &runs, type, gop, obuf, rbuf);
+    }
+    if (rc == OMPI_SUCCESS && fetching) {
+        rc = ompi_osc_gpuic_bounce_in(&rb, result, rcount, rdt);
+        if (rc == OMPI_SUCCESS) {
+            rc = ompi_osc_gpuic_dt_copy(rb.buf, rcount, rdt, rbuf, (int)nelem, prim);
+        }
+        rc_b = ompi_osc_gpuic_bounce_out(&rb, rc == OMPI_SUCCESS);
+        rc = rc != OMPI_SUCCESS ? rc : rc_b;
+    }
+    free(obuf);
+    free(rbuf);
+    free(runs.run);
+    if (rc == OMPI_SUCCESS) {
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.accumulates_gpu, 1);
+    }
+    *rc_p = rc;
+    return true;
+}
+
+bool ompi_osc_gpuic_gpu_cas_remote(ompi_osc_gpuic_module_t *module, int target,
+                                   const ompi_osc_gpuic_region_t *region, uint64_t raddr,
+                                   const void *origin, const void *compare, void *result,
+                                   struct ompi_datatype_t *dt, int *rc_p)
+{
+    ompi_osc_gpuic_bounce_t b[3] = {{0}};
+    const void *in[3] = {origin, compare, result};
+    gpuic_call_atomic_t a;
+    size_t esize;
+    int rc = OMPI_SUCCESS, rc_b, i;
+    char old[8];
+
+    ompi_datatype_type_size(dt, &esize);
+    if (!region->gpu || region->direct != NULL || module->peers[target].ep == NULL ||
+        (esize != 1 && esize != 2 && esize != 4 && esize != 8) || raddr % esize != 0) {
+        return false;
+    }
+    for (i = 0; i < 3 && rc == OMPI_SUCCESS; ++i) {
+        rc = ompi_osc_gpuic_bounce_in(&b[i], (void *)in[i], 1, dt);
+    }
+    if (rc == OMPI_SUCCESS) {
+        memset(&a, 0, offsetof(gpuic_call_atomic_t, data));
+        a.addr = raddr;
+        a.count = 1;
+        a.op = GPUIC_CALL_CAS;
+        a.flags = GPUIC_CALL_FETCH;
+        a.esize = (uint8_t)esize;
+        memcpy(a.data, b[0].buf, esize);
+        memcpy(a.compare, b[1].buf, esize);
+        rc = ompi_osc_gpuic_acc_enter(module, target);
+        if (rc == OMPI_SUCCESS) {
+            rc = ompi_osc_gpuic_exec_send(module, target, &a, esize, old, esize);
+            rc_b = ompi_osc_gpuic_acc_leave(module, target);
+            rc = rc != OMPI_SUCCESS ? rc : rc_b;
+        }
+        if (rc == OMPI_SUCCESS) {
+            memcpy(b[2].buf, old, esize);
+        }
+    }
+    for (i = 2; i >= 0; --i) {
+        rc_b = ompi_osc_gpuic_bounce_out(&b[i], i == 2 && rc == OMPI_SUCCESS);
+        rc = rc != OMPI_SUCCESS ? rc : rc_b;
+    }
+    if (rc == OMPI_SUCCESS) {
+        ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.accumulates_gpu, 1);
+    }
+    *rc_p = rc;
+    return true;
 }
