@@ -219,8 +219,9 @@ static int gpuic_call_waiter_remove(gpuic_context_t *ctx, struct gpuic_call_wait
     return found;
 }
 
-gpuic_status_t gpuic_ep_call(gpuic_ep_t *ep, const void *req, size_t req_len, void *reply,
-                             size_t reply_cap, size_t *reply_len_p)
+/* One request and its reply. */
+static gpuic_status_t gpuic_call_once(gpuic_ep_t *ep, const void *req, size_t req_len,
+                                      void *reply, size_t reply_cap, size_t *reply_len_p)
 {
     gpuic_context_t *ctx = ep->ctx;
     struct gpuic_call_waiter me = {0};
@@ -304,4 +305,22 @@ gpuic_status_t gpuic_ep_call(gpuic_ep_t *ep, const void *req, size_t req_len, vo
         return gpuic_status_from_ucs(st);
     }
     return status; /* GPUIC_ERR_TIMED_OUT: the caller logs it, knowing the peer */
+}
+
+gpuic_status_t gpuic_ep_call(gpuic_ep_t *ep, const void *req, size_t req_len, void *reply,
+                             size_t reply_cap, size_t *reply_len_p)
+{
+    gpuic_wait_t busy = GPUIC_WAIT_INIT;
+    gpuic_status_t status;
+
+    /* A busy target did nothing: ask again, backing off; a target busy for the whole timeout
+     * counts as silent (its answers are not progress). */
+    while ((status = gpuic_call_once(ep, req, req_len, reply, reply_cap, reply_len_p)) ==
+           GPUIC_ERR_NO_RESOURCE) {
+        status = gpuic_context_wait_round(ep->ctx, &busy, 0);
+        if (status != GPUIC_OK) {
+            return status;
+        }
+    }
+    return status;
 }

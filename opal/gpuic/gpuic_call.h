@@ -38,8 +38,8 @@ extern "C" {
  * @param reply      where the reply bytes go
  * @param reply_cap  room there (the origin's reply capacity, at most GPUIC_CALL_MAX_BYTES)
  * @param reply_len_p receives the reply's length (0 when none)
- * @return the status the origin's gpuic_ep_call() returns; GPUIC_ERR_NO_RESOURCE tells the
- *         origin that the target was busy and the request may be sent again (nothing done).
+ * @return the status the origin's gpuic_ep_call() returns; GPUIC_ERR_NO_RESOURCE says the
+ *         target was busy and did nothing: gpuic_ep_call() sends the request again.
  */
 typedef gpuic_status_t (*gpuic_call_handler_t)(void *arg, const void *req, size_t req_len,
                                                void *reply, size_t reply_cap,
@@ -67,7 +67,8 @@ void gpuic_context_set_call_handler(gpuic_context_t *ctx, gpuic_call_handler_t f
  *         GPUIC_ERR_TIMED_OUT when the context's timeout passed without a reply (a reply that
  *         comes later is dropped: the request may still have been executed);
  *         GPUIC_ERR_UNSUPPORTED when the peer has no handler; another error when the
- *         transport failed.
+ *         transport failed.  A handler's GPUIC_ERR_NO_RESOURCE (busy) makes the call send the
+ *         request again, backing off, until the context's timeout (then GPUIC_ERR_TIMED_OUT).
  */
 gpuic_status_t gpuic_ep_call(gpuic_ep_t *ep, const void *req, size_t req_len, void *reply,
                              size_t reply_cap, size_t *reply_len_p);

@@ -29,6 +29,7 @@
 typedef struct target_state {
     uint64_t word;
     uint64_t calls;
+    int      busy;  /* requests still to answer as busy */
 } target_state_t;
 
 /* A CPU executor of fetch-add requests: GPUIC_CALL_ACC, GPUIC_ACC_SUM on one uint64_t at
@@ -40,8 +41,12 @@ static gpuic_status_t fetch_add_handler(void *arg, const void *req, size_t req_l
     gpuic_call_atomic_t a;
     uint64_t v, old;
 
-    __atomic_fetch_add(&t->calls, 1, __ATOMIC_RELAXED);
     *reply_len_p = 0;
+    if (__atomic_load_n(&t->busy, __ATOMIC_RELAXED) > 0) {
+        __atomic_fetch_sub(&t->busy, 1, __ATOMIC_RELAXED);
+        return GPUIC_ERR_NO_RESOURCE; /* nothing done: the origin asks again */
+    }
+    __atomic_fetch_add(&t->calls, 1, __ATOMIC_RELAXED);
     if (req_len < gpuic_call_atomic_len(8) || req_len > sizeof(a)) {
         return GPUIC_ERR_INVALID_PARAM;
     }
@@ -184,6 +189,13 @@ static void error_test(gpuic_ep_t *ep, gpuic_ep_t *ep_self, target_state_t *t)
               GPUIC_ERR_INVALID_PARAM);
         CHECK(__atomic_load_n(&t->word, __ATOMIC_SEQ_CST) == before);
     }
+    /* a busy target: the call is sent again until it is done, once */
+    __atomic_store_n(&t->busy, 3, __ATOMIC_RELAXED);
+    CHECK(call_fetch_add(ep, (uint64_t)(uintptr_t)&t->word, 5, &old, &len) == GPUIC_OK);
+    CHECK(len == 8 && old == before);
+    CHECK(__atomic_load_n(&t->word, __ATOMIC_SEQ_CST) == before + 5);
+    CHECK(call_fetch_add(ep, (uint64_t)(uintptr_t)&t->word, (uint64_t)0 - 5, &old, &len) ==
+          GPUIC_OK);
     /* sizes */
     CHECK(gpuic_ep_call(ep, big, 0, NULL, 0, NULL) == GPUIC_ERR_INVALID_PARAM);
     CHECK(gpuic_ep_call(ep, big, sizeof(big), NULL, 0, NULL) == GPUIC_ERR_INVALID_PARAM);
