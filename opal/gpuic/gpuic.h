@@ -10,6 +10,7 @@
 #include "gpuic_log.h"
 #include "gpuic_context.h"
 #include "gpuic_ep.h"
+#include "gpuic_call.h"
 #include "gpuic_mr.h"
 #include "gpuic_rma.h"
 #include "gpuic_cuda.h"

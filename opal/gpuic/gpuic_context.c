@@ -58,7 +58,9 @@ gpuic_status_t gpuic_context_create(const gpuic_context_params_t *params, gpuic_
         goto err_free;
     }
     ucp_params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    ucp_params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
+    /* active messages: remote calls (gpuic_call.h) */
+    ucp_params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 |
+                          UCP_FEATURE_AM;
     /* a serving worker is progressed by other threads than the context's own worker */
     ucp_params.mt_workers_shared = params->thread_multiple || params->serve ? 1 : 0;
     st = ucp_init(&ucp_params, config, &ctx->context);
@@ -102,9 +104,20 @@ gpuic_status_t gpuic_context_create(const gpuic_context_params_t *params, gpuic_
             ctx->serve_worker = NULL;
         }
     }
+    if (gpuic_call_init(ctx) != GPUIC_OK) {
+        st = UCS_ERR_UNSUPPORTED;
+        goto err_destroy_serve;
+    }
     *ctx_p = ctx;
     return GPUIC_OK;
 
+err_destroy_serve:
+    if (ctx->serve_worker != NULL) {
+        ucp_worker_release_address(ctx->serve_worker, ctx->serve_address);
+        ucp_worker_destroy(ctx->serve_worker);
+        pthread_mutex_destroy(&ctx->serve_lock);
+    }
+    ucp_worker_release_address(ctx->worker, ctx->address);
 err_destroy_worker:
     ucp_worker_destroy(ctx->worker);
 err_cleanup_context:
@@ -119,6 +132,7 @@ void gpuic_context_destroy(gpuic_context_t *ctx)
     if (ctx == NULL) {
         return;
     }
+    gpuic_call_fini(ctx);
     if (ctx->serve_worker != NULL) {
         ucp_worker_release_address(ctx->serve_worker, ctx->serve_address);
         ucp_worker_destroy(ctx->serve_worker);

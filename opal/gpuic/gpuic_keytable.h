@@ -60,9 +60,10 @@ typedef struct gpuic_keytable_entry {
      *  byte, which UCX operations name (the WQE names addresses in the mapping). */
     uint64_t     remote_base;
     /** GPUIC_KEYTABLE_DIRECT_NONE only: the region is device memory.  Data moves through ep
-     *  and rkey as for host memory; atomics, accumulates and signal updates are refused
-     *  (GPUIC_ERR_UNSUPPORTED): a transport that emulates atomics in software would apply
-     *  them with the owner's CPU, which cannot update device memory. */
+     *  and rkey as for host memory; atomics, accumulates and signal adds take no UCX atomic
+     *  (a transport that emulates atomics in software would apply them with the owner's CPU,
+     *  not atomically with the GPU's atomics): they are remote calls (gpuic_call.h) on ep,
+     *  which the owner executes on its GPU, so ep must reach a worker the owner serves. */
     int          device_memory;
 } gpuic_keytable_entry_t;
 

@@ -5,9 +5,16 @@
  * floating-point SUM) reads the word atomically and retries a compare-and-swap until the word
  * did not change under it.  The atomic is a UCX one, or a CPU atomic instruction on a mapping
  * where the key-table entry allows it (gpuic_keytable_entry_t.cpu_atomics).
+ *
+ * Device memory of another process reached through UCX (gpuic_keytable_entry_t.device_memory)
+ * takes no UCX atomic: a transport emulating it in software would apply it with the target's
+ * CPU, not atomically with the GPU's own atomics.  There every atomic and accumulate is a
+ * remote call (gpuic_call.h) to the entry's endpoint, executed by the target on its GPU: one
+ * round trip per atomic, per accumulate piece of GPUIC_CALL_ATOMIC_INLINE bytes.
  */
 #include <string.h>
 
+#include "gpuic_call.h"
 #include "gpuic_keytable.h"
 
 #include "gpuic_log.h"
@@ -119,6 +126,82 @@ static uint64_t gpuic_proxy_cpu_atomic(gpuic_atomic_op_t op, void *p, uint32_t s
     return 0;
 }
 
+/*
+ * A remote call executing @p count elements of an atomic at the target (device memory):
+ * @p call_op GPUIC_CALL_ACC (with @p acc_op) or GPUIC_CALL_CAS, operands little-endian at
+ * @p operands, old elements into @p old when not NULL.
+ */
+static gpuic_status_t gpuic_proxy_remote(const gpuic_keytable_entry_t *e, uint8_t call_op,
+                                         int acc_op, int type, uint32_t esize, uint32_t count,
+                                         const void *operands, const void *compare,
+                                         uint64_t raddr, void *old)
+{
+    gpuic_call_atomic_t a;
+    size_t bytes = (size_t)count * esize, len = 0, in = acc_op == GPUIC_ACC_NO_OP ? 0 : bytes;
+    gpuic_status_t status;
+
+    memset(&a, 0, offsetof(gpuic_call_atomic_t, data));
+    a.addr = raddr;
+    a.count = count;
+    a.op = call_op;
+    a.flags = old != NULL ? GPUIC_CALL_FETCH : 0;
+    a.esize = (uint8_t)esize;
+    a.type = type;
+    a.acc_op = acc_op;
+    if (compare != NULL) {
+        memcpy(a.compare, compare, esize);
+    }
+    memcpy(a.data, operands, in);
+    status = gpuic_ep_call(e->ep, &a, gpuic_call_atomic_len(in), old, old != NULL ? bytes : 0,
+                           &len);
+    if (status == GPUIC_OK && old != NULL && len != bytes) {
+        status = GPUIC_ERR_TRANSPORT; /* a reply of the wrong size */
+    }
+    if (status != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_DEBUG, "atomic on device memory of the target at %#llx, executed "
+                  "there: %s", (unsigned long long)raddr, gpuic_status_string(status));
+    }
+    return status;
+}
+
+/* gpuic_proxy_atomic() on device memory of another process: a remote call. */
+static gpuic_status_t gpuic_proxy_atomic_remote(const gpuic_keytable_entry_t *e,
+                                                gpuic_atomic_op_t op, uint64_t value,
+                                                uint64_t compare, uint32_t size,
+                                                uint64_t raddr, uint64_t *old_p)
+{
+    int type = size == 4 ? GPUIC_ACC_UINT32 : GPUIC_ACC_UINT64, acc_op;
+    uint64_t old = 0;
+    gpuic_status_t status;
+
+    if (size != 4 && size != 8) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    switch (op) {
+    case GPUIC_ATOMIC_ADD:  acc_op = GPUIC_ACC_SUM; break;
+    case GPUIC_ATOMIC_AND:  acc_op = GPUIC_ACC_BAND; break;
+    case GPUIC_ATOMIC_OR:   acc_op = GPUIC_ACC_BOR; break;
+    case GPUIC_ATOMIC_XOR:  acc_op = GPUIC_ACC_BXOR; break;
+    case GPUIC_ATOMIC_SWAP: acc_op = GPUIC_ACC_REPLACE; break;
+    case GPUIC_ATOMIC_CSWAP:
+        /* little-endian: the low bytes of the words are the element */
+        status = gpuic_proxy_remote(e, GPUIC_CALL_CAS, 0, type, size, 1, &value, &compare, raddr,
+                                    &old);
+        if (status == GPUIC_OK && old_p != NULL) {
+            *old_p = old;
+        }
+        return status;
+    default:
+        return GPUIC_ERR_UNSUPPORTED;
+    }
+    status = gpuic_proxy_remote(e, GPUIC_CALL_ACC, acc_op, type, size, 1, &value, NULL, raddr,
+                                old_p != NULL ? &old : NULL);
+    if (status == GPUIC_OK && old_p != NULL) {
+        *old_p = old;
+    }
+    return status;
+}
+
 int gpuic_proxy_atomic_uses_ucx(const gpuic_keytable_entry_t *e)
 {
     return !e->cpu_atomics;
@@ -136,9 +219,12 @@ gpuic_status_t gpuic_proxy_atomic(const gpuic_keytable_entry_t *e, gpuic_atomic_
         }
         return GPUIC_OK;
     }
+    if (e->device_memory && e->ep != NULL) {
+        /* executed by the target on its GPU */
+        return gpuic_proxy_atomic_remote(e, op, value, compare, size, raddr, old_p);
+    }
     if (e->ep == NULL || e->rkey == NULL || e->device_memory) {
-        /* a mapping only, or device memory a software atomic would corrupt: no atomic both
-         * sides share */
+        /* a mapping only, or mapped device memory: no atomic both sides share */
         return GPUIC_ERR_UNSUPPORTED;
     }
     if (e->direct) {
@@ -191,6 +277,22 @@ gpuic_status_t gpuic_proxy_accumulate(const gpuic_keytable_entry_t *e,
     if (d->raddr % size != 0 || (d->ext_count != 0 && src == NULL)) {
         gpuic_log(GPUIC_LOG_DEBUG, "accumulate: misaligned target or no origin buffer");
         return GPUIC_ERR_INVALID_PARAM;
+    }
+    if (e->device_memory && e->ep != NULL) {
+        /* executed by the target on its GPU, in pieces of whole elements */
+        uint32_t per = GPUIC_CALL_ATOMIC_INLINE / size;
+
+        for (uint32_t i = 0; i < d->ext_count; i += per) {
+            uint32_t n = d->ext_count - i < per ? d->ext_count - i : per;
+            gpuic_status_t status = gpuic_proxy_remote(e, GPUIC_CALL_ACC, d->ext_op, d->ext_type,
+                                                       size, n, src + (size_t)i * size, NULL,
+                                                       d->raddr + (uint64_t)i * size, NULL);
+
+            if (status != GPUIC_OK) {
+                return status;
+            }
+        }
+        return GPUIC_OK;
     }
     native = gpuic_proxy_acc_native(d->ext_op, d->ext_type, &aop);
     for (uint32_t i = 0; i < d->ext_count; ++i) {

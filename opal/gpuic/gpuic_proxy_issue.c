@@ -175,6 +175,10 @@ static gpuic_status_t gpuic_proxy_put_signal_word(gpuic_proxy_t *proxy, gpuic_pr
     uint64_t value = d->ext_value, old;
 
     if (se->device_memory) {
+        /* a set is a write; an add is executed by the target on its GPU (remote call) */
+        if (d->ext_op == GPUIC_SIGNAL_ADD) {
+            return gpuic_proxy_atomic(se, GPUIC_ATOMIC_ADD, value, 0, 8, d->sig_raddr, NULL);
+        }
         return gpuic_proxy_put_complete(op, se, &value, sizeof(value), d->sig_raddr);
     }
     if (se->cpu_atomics || (se->ep != NULL && se->rkey != NULL)) {
@@ -335,7 +339,7 @@ gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t 
         }
         GPUIC_TRACE_POINT(issued, op);
         if (d->ext_op == GPUIC_SIGNAL_ADD && !se->cpu_atomics &&
-            (se->ep == NULL || se->rkey == NULL || se->device_memory)) {
+            (se->ep == NULL || se->rkey == NULL)) {
             return GPUIC_ERR_UNSUPPORTED; /* refused before the data moves */
         }
         /* the data must be complete at the target before the signal can be seen */

@@ -9,6 +9,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include "gpuic_call.h"
 #include "gpuic_context.h"
 #include "gpuic_ep.h"
 #include "gpuic_mr.h"
@@ -25,6 +26,12 @@ struct gpuic_context {
     size_t        serve_address_len;
     pthread_mutex_t serve_lock; /* one thread progresses it at a time */
     gpuic_context_t *also_serve; /* gpuic_context_serve_also(), or NULL */
+    /* remote calls (gpuic_call.c) */
+    gpuic_call_handler_t call_fn;  /* read atomically by the request handler */
+    void            *call_arg;
+    pthread_mutex_t call_lock;     /* guards the two fields below */
+    struct gpuic_call_waiter *call_waiters; /* calls of this context awaiting their reply */
+    uint64_t        call_next_token;
 };
 
 struct gpuic_ep {
@@ -54,5 +61,14 @@ gpuic_status_t gpuic_status_from_ucs(ucs_status_t status);
  * ends, so buffers UCX writes on completion must outlive the call (see gpuic_rma_atomic_fetch).
  */
 gpuic_status_t gpuic_context_wait_request(gpuic_context_t *ctx, ucs_status_ptr_t request);
+
+/**
+ * Sets up remote calls on a new context (gpuic_call.c): registers the request and reply
+ * handlers on its worker and serving worker.  GPUIC_OK or the UCX error (logged).
+ */
+gpuic_status_t gpuic_call_init(gpuic_context_t *ctx);
+
+/** Releases what gpuic_call_init() set up; no call may be waiting. */
+void gpuic_call_fini(gpuic_context_t *ctx);
 
 #endif /* GPUIC_UCX_INTERNAL_H */

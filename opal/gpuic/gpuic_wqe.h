@@ -105,7 +105,12 @@ enum gpuic_acc_op {
     GPUIC_ACC_BOR     = 5, /**< MPI_BOR */
     GPUIC_ACC_BXOR    = 6, /**< MPI_BXOR */
     GPUIC_ACC_REPLACE = 7, /**< MPI_REPLACE */
-    GPUIC_ACC_PROD    = 8  /**< MPI_PROD: encodable, not executed by the proxy (unsupported) */
+    GPUIC_ACC_PROD    = 8, /**< MPI_PROD: encodable, not executed by the proxy (unsupported) */
+    /* remote calls only (gpuic_call_atomic_t), never in a WQE: */
+    GPUIC_ACC_LAND    = 9,  /**< MPI_LAND */
+    GPUIC_ACC_LOR     = 10, /**< MPI_LOR */
+    GPUIC_ACC_LXOR    = 11, /**< MPI_LXOR */
+    GPUIC_ACC_NO_OP   = 12  /**< MPI_NO_OP (a fetch only) */
 };
 
 /** Element types of GPUIC_WQE_OP_ACCUMULATE. */
@@ -115,7 +120,12 @@ enum gpuic_acc_type {
     GPUIC_ACC_UINT32 = 3, /**< uint32_t */
     GPUIC_ACC_UINT64 = 4, /**< uint64_t */
     GPUIC_ACC_FLOAT  = 5, /**< float */
-    GPUIC_ACC_DOUBLE = 6  /**< double */
+    GPUIC_ACC_DOUBLE = 6, /**< double */
+    /* remote calls only (gpuic_call_atomic_t), never in a WQE: */
+    GPUIC_ACC_INT8   = 7,  /**< int8_t */
+    GPUIC_ACC_UINT8  = 8,  /**< uint8_t */
+    GPUIC_ACC_INT16  = 9,  /**< int16_t */
+    GPUIC_ACC_UINT16 = 10  /**< uint16_t */
 };
 
 /** Signal updates of GPUIC_WQE_OP_PUT_SIGNAL (8-byte signal word). */

@@ -3,7 +3,9 @@
  * emulated node is its world rank / N):
  *  1. a GPU window (MPI_Win_allocate, cuda:device) over processes of several emulated nodes:
  *     with a CUDA-enabled UCX, peers of other emulated nodes are reached through UCX (target
- *     path), and device calls reach them through the proxy (remote_device_calls); without one, creation fails on every process (MPI_ERR_UNSUPPORTED_OPERATION, or
+ *     path), and device calls reach them through the proxy (remote_device_calls), atomics
+ *     included: they are executed by the target's window agent (remote_device_atomics);
+ *     without one, creation fails on every process (MPI_ERR_UNSUPPORTED_OPERATION, or
  *     MPI_ERR_WIN as Open MPI reports a refusing component), and a later window works;
  *  2. a GPU window on the communicator of one emulated node: CUDA IPC (target path IPC, device
  *     path P2P), a device put to the right neighbour in it, checked on the host;
@@ -55,7 +57,7 @@ __global__ void get_flush(MPIX_Win_device win, int target, int *dst, int *rc)
 
 /* One thread: put-with-signal (SET) of the first 64 integers of src to @p target at element
  * INTS, signal word at element 2 * INTS - 2, then flush; rc[2] the status.  Then a
- * fetch-and-add, which must be refused on device memory of another node: rc[3]. */
+ * fetch-and-add of 1 on element 0..1 (executed by the target): rc[3]. */
 __global__ void put_signal_fadd(MPIX_Win_device win, int target, const int *src, int *rc)
 {
     int64_t old = 0;
@@ -74,8 +76,7 @@ static int same_node(int w)
 /*
  * Device calls from rank 0's kernel to the first rank of the next emulated node, whose GPU
  * window it reaches through the proxy and UCX: a block put + flush, a get back, a
- * put-with-signal (SET) + flush; a fetch-and-add there is refused (device memory of another
- * node takes no atomics: MPI_ERR_UNSUPPORTED_OPERATION, also returned by the next flush_all).
+ * put-with-signal (SET) + flush; a fetch-and-add there (executed by the target's agent).
  * Every other rank waits in MPI calls meanwhile, which makes the progress a transport
  * emulating RMA in software needs on the target.
  */
@@ -104,19 +105,13 @@ static void remote_device_calls(MPI_Win win, void *base)
         CUDA_CHECK(cudaDeviceSynchronize());
         CUDA_CHECK(cudaMemcpy(h_rc, d_rc, sizeof(h_rc), cudaMemcpyDeviceToHost));
         CHECK(h_rc[0] == MPI_SUCCESS && h_rc[1] == MPI_SUCCESS && h_rc[2] == MPI_SUCCESS);
-        CHECK(h_rc[3] == MPI_ERR_UNSUPPORTED_OPERATION || h_rc[3] == MPI_SUCCESS);
+        CHECK(h_rc[3] == MPI_SUCCESS);
         CUDA_CHECK(cudaMemcpy(host, d_dst, INTS * sizeof(int), cudaMemcpyDeviceToHost));
         for (int i = 0; i < INTS; ++i) {
             CHECK(host[i] == value_of(0, i));
         }
         rc = MPI_Win_flush_all(win);
-        {
-            int cls = MPI_SUCCESS;
-
-            if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
-            CHECK(cls == MPI_ERR_UNSUPPORTED_OPERATION); /* the refused fetch-and-add */
-        }
-        CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS); /* reported once */
+        CHECK(rc == MPI_SUCCESS);
         cudaFree(d_src);
         cudaFree(d_dst);
         cudaFree(d_rc);
@@ -124,7 +119,17 @@ static void remote_device_calls(MPI_Win win, void *base)
     MPI_Barrier(MPI_COMM_WORLD); /* the target progresses here */
     if (rank == target) {
         CUDA_CHECK(cudaMemcpy(host, base, 2 * INTS * sizeof(int), cudaMemcpyDeviceToHost));
-        for (int i = 0; i < INTS; ++i) {
+        /* elements 0 and 1 hold the put's values plus the fetch-and-add's 1 (64-bit word) */
+        {
+            uint64_t w = 0, put = 0;
+
+            memcpy(&w, host, 8);
+            for (int i = 0; i < 2; ++i) {
+                ((int *)&put)[i] = value_of(0, i);
+            }
+            CHECK(w == put + 1);
+        }
+        for (int i = 2; i < INTS; ++i) {
             CHECK(host[i] == value_of(0, i));
         }
         for (int i = 0; i < 64; ++i) {
@@ -135,6 +140,178 @@ static void remote_device_calls(MPI_Win win, void *base)
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_unlock_all(win);
     free(host);
+}
+
+/* Byte offsets in the target's window of remote_device_atomics (the spare half). */
+#define AT_COUNTER (INTS * sizeof(int))        /* uint64_t: everybody's fetch-and-adds */
+#define AT_CAS     (AT_COUNTER + 8)            /* uint64_t: one compare-and-swap winner */
+#define AT_DOUBLES (AT_COUNTER + 16)           /* AT_NDOUBLES doubles: accumulate SUM */
+#define AT_SIGNAL  (AT_COUNTER + 768)          /* uint64_t: signal added to by every rank */
+#define AT_DATA    (AT_COUNTER + 1024)         /* per rank 8 ints put with the signal */
+#define AT_ROUNDS 64
+#define AT_NDOUBLES 80                         /* 640 bytes: two remote calls per accumulate */
+
+/* One thread of every rank: AT_ROUNDS fetch-and-adds of 1 on the counter (old values in
+ * @p olds), one compare-and-swap 0 -> me + 1 (old value in *cas_old), an accumulate SUM of
+ * AT_NDOUBLES doubles (me + 1 + i * 0.5), and a put of 8 ints with a signal add of 1 to
+ * @p target; rc[0] the first failure. */
+__global__ void atomics_kernel(MPIX_Win_device win, int me, int target, uint64_t *olds,
+                               uint64_t *cas_old, double *dsrc, int *isrc, int *rc)
+{
+    int r = MPI_SUCCESS;
+
+    for (int i = 0; i < AT_ROUNDS && r == MPI_SUCCESS; ++i) {
+        int64_t old = -1;
+
+        r = MPIX_Fetch_and_add_device(1, &old, target, AT_COUNTER, win);
+        olds[i] = (uint64_t)old;
+    }
+    if (r == MPI_SUCCESS) {
+        r = MPIX_Compare_and_swap_device((uint64_t)me + 1, 0, cas_old, target, AT_CAS, win);
+    }
+    for (int i = 0; i < AT_NDOUBLES; ++i) {
+        dsrc[i] = me + 1 + i * 0.5;
+    }
+    if (r == MPI_SUCCESS) {
+        r = MPIX_Accumulate_device(dsrc, AT_NDOUBLES, MPIX_DEVICE_DOUBLE, MPIX_DEVICE_SUM, target,
+                                   AT_DOUBLES, win);
+    }
+    for (int i = 0; i < 8; ++i) {
+        isrc[i] = value_of(me, i);
+    }
+    if (r == MPI_SUCCESS) {
+        r = MPIX_Put_signal_device(isrc, 8 * sizeof(int), target,
+                                   AT_DATA + (MPI_Aint)me * 8 * sizeof(int), AT_SIGNAL, 1,
+                                   MPIX_DEVICE_SIGNAL_ADD, win);
+    }
+    if (r == MPI_SUCCESS) {
+        r = MPIX_Win_flush_device(target, win);
+    }
+    rc[0] = r;
+}
+
+/* The target's kernel: waits until every rank's signal add arrived, then checks every rank's
+ * data is there (put before its signal); rc[1] 0 when all is right. */
+__global__ void signal_wait_kernel(MPIX_Win_device win, int nranks, const int *base, int *rc)
+{
+    uint64_t seen = 0;
+    int r = MPIX_Signal_wait_until_device(AT_SIGNAL, MPIX_DEVICE_CMP_GE, (uint64_t)nranks, &seen,
+                                          win);
+
+    for (int w = 0; r == MPI_SUCCESS && w < nranks; ++w) {
+        for (int i = 0; i < 8; ++i) {
+            if (base[(AT_DATA / sizeof(int)) + w * 8 + i] != value_of(w, i)) {
+                r = -1;
+            }
+        }
+    }
+    rc[1] = r;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Every rank's kernel updates the GPU window of the first rank of the next emulated node at
+ * once (the target's own kernel included, on the P2P path): concurrent fetch-and-adds on one
+ * element give the exact sum and fetched values that are a permutation of 0 .. total - 1; one
+ * compare-and-swap wins; accumulate SUM of doubles is exact (the values are exact in binary);
+ * put-with-signal ADD: the target's kernel waits for every rank's signal, then sees every
+ * rank's data.  Ranks keep making MPI progress while their kernels run.
+ */
+static void remote_device_atomics(MPI_Win win, void *base)
+{
+    int target = per_node % nranks, h_rc[2] = {-1, 0}, *d_rc, *d_isrc, flag;
+    uint64_t *d_olds, *d_cas, h_olds[AT_ROUNDS], h_cas = 0, *all = NULL;
+    double *d_dsrc;
+    MPIX_Win_device h = NULL;
+    cudaStream_t wait_stream;
+
+    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
+    CUDA_CHECK(cudaMemset(base, 0, WIN_BYTES));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMalloc(&d_olds, AT_ROUNDS * sizeof(uint64_t)));
+    CUDA_CHECK(cudaMalloc(&d_cas, sizeof(uint64_t)));
+    CUDA_CHECK(cudaMalloc(&d_dsrc, AT_NDOUBLES * sizeof(double)));
+    CUDA_CHECK(cudaMalloc(&d_isrc, 8 * sizeof(int)));
+    CUDA_CHECK(cudaMalloc(&d_rc, sizeof(h_rc)));
+    CUDA_CHECK(cudaMemcpy(d_rc, h_rc, sizeof(h_rc), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&wait_stream, cudaStreamNonBlocking));
+    MPI_Win_lock_all(0, win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == target) {
+        signal_wait_kernel<<<1, 1, 0, wait_stream>>>(h, nranks, (const int *)base, d_rc);
+    }
+    atomics_kernel<<<1, 1>>>(h, rank, target, d_olds, d_cas, d_dsrc, d_isrc, d_rc);
+    /* MPI progress while the kernels run (a target without a proxy serves calls here) */
+    while (cudaStreamQuery(0) == cudaErrorNotReady || cudaStreamQuery(wait_stream) ==
+                                                          cudaErrorNotReady) {
+        MPI_Iprobe(MPI_ANY_SOURCE, 4242, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    }
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemcpy(h_rc, d_rc, sizeof(h_rc), cudaMemcpyDeviceToHost));
+    CHECK(h_rc[0] == MPI_SUCCESS);
+    CHECK(rank != target || h_rc[1] == MPI_SUCCESS);
+    CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
+    CUDA_CHECK(cudaMemcpy(h_olds, d_olds, sizeof(h_olds), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(&h_cas, d_cas, sizeof(h_cas), cudaMemcpyDeviceToHost));
+    if (rank == target) {
+        all = (uint64_t *)malloc((size_t)nranks * AT_ROUNDS * sizeof(uint64_t));
+    }
+    MPI_Gather(h_olds, AT_ROUNDS, MPI_UINT64_T, all, AT_ROUNDS, MPI_UINT64_T, target,
+               MPI_COMM_WORLD);
+    {
+        /* exactly one compare-and-swap saw 0 */
+        int won = h_cas == 0, winners = 0;
+
+        MPI_Allreduce(&won, &winners, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        CHECK(winners == 1);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == target) {
+        char *host = (char *)malloc(WIN_BYTES);
+        uint64_t counter, cas;
+        int total = nranks * AT_ROUNDS;
+
+        CUDA_CHECK(cudaMemcpy(host, base, WIN_BYTES, cudaMemcpyDeviceToHost));
+        memcpy(&counter, host + AT_COUNTER, 8);
+        memcpy(&cas, host + AT_CAS, 8);
+        CHECK(counter == (uint64_t)total);
+        CHECK(cas >= 1 && cas <= (uint64_t)nranks);
+        qsort(all, (size_t)total, sizeof(uint64_t), cmp_u64);
+        for (int i = 0; i < total; ++i) {
+            CHECK(all[i] == (uint64_t)i);
+        }
+        for (int i = 0; i < AT_NDOUBLES; ++i) {
+            double d, expect = 0;
+
+            memcpy(&d, host + AT_DOUBLES + i * sizeof(double), sizeof(double));
+            for (int w = 0; w < nranks; ++w) {
+                expect += w + 1 + i * 0.5;
+            }
+            CHECK(d == expect);
+        }
+        {
+            uint64_t sig;
+
+            memcpy(&sig, host + AT_SIGNAL, 8);
+            CHECK(sig == (uint64_t)nranks);
+        }
+        free(host);
+        free(all);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_unlock_all(win);
+    cudaStreamDestroy(wait_stream);
+    cudaFree(d_olds);
+    cudaFree(d_cas);
+    cudaFree(d_dsrc);
+    cudaFree(d_isrc);
+    cudaFree(d_rc);
 }
 
 /*
@@ -228,6 +405,7 @@ int main(int argc, char **argv)
         MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
         if (several) {
             remote_device_calls(win, base);
+            remote_device_atomics(win, base);
         }
         MPI_Win_free(&win);
     }

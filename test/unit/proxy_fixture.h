@@ -95,7 +95,9 @@ typedef enum fixture_kind {
     FIX_UCX,             /* endpoint and key: the proxy uses UCX */
     FIX_HOST_CPU_ATOMICS,/* a mapping of host memory with CPU atomics, no endpoint */
     FIX_HOST_UCX_ATOMICS,/* a mapping of host memory for data, endpoint and key for atomics */
-    FIX_HOST_NO_ATOMICS  /* a mapping of host memory only: atomics are refused */
+    FIX_HOST_NO_ATOMICS, /* a mapping of host memory only: atomics are refused */
+    FIX_DEVICE_REMOTE    /* as FIX_UCX, entered as device memory: atomics are remote calls to
+                            the endpoint (the test sets the context's call handler) */
 } fixture_kind_t;
 
 /* The fixture of fixture_create_kind() with @p copy as the proxy's copy function
@@ -140,11 +142,12 @@ static inline int fixture_create_copy(fixture_t *f, unsigned ntargets, size_t re
         CHECK(gpuic_mr_pack(f->mr[t], &blob, &blob_len) == GPUIC_OK);
         CHECK(gpuic_rkey_unpack(f->ep, blob, &f->rkey[t]) == GPUIC_OK);
         gpuic_mr_blob_release(blob);
-        if (kind == FIX_UCX || kind == FIX_HOST_UCX_ATOMICS) {
+        if (kind == FIX_UCX || kind == FIX_HOST_UCX_ATOMICS || kind == FIX_DEVICE_REMOTE) {
             e.ep = f->ep;
             e.rkey = f->rkey[t];
         }
-        if (kind != FIX_UCX) {
+        e.device_memory = kind == FIX_DEVICE_REMOTE;
+        if (kind != FIX_UCX && kind != FIX_DEVICE_REMOTE) {
             e.direct = GPUIC_KEYTABLE_DIRECT_HOST;
             e.cpu_atomics = kind == FIX_HOST_CPU_ATOMICS;
             e.remote_base = (uint64_t)(uintptr_t)fixture_region(f, t);

@@ -13,7 +13,10 @@
  *  - all of it again with the regions entered as mappings of host memory (data by CPU copies;
  *    atomics by CPU atomics, or by UCX), where validation must refuse exactly the same WQEs;
  *    and a mapping with no atomic at all, where atomics, accumulates and signal adds are
- *    refused without writing anything.
+ *    refused without writing anything;
+ *  - and once more with the regions entered as device memory reached through UCX, where
+ *    atomics, accumulates and signal adds are remote calls (gpuic_call.h) that a CPU handler
+ *    of the target context executes: same results, and the handler saw them.
  * WQEs are written by a host thread as the device producer writes them (ring_producer.h).
  */
 #include <float.h>
@@ -385,7 +388,7 @@ static void test_put8_multi(fixture_kind_t kind)
     CHECK(nbb == 2);
     post(&w, nbb, 0);
     wait_all();
-    if (kind == FIX_UCX) {
+    if (kind == FIX_UCX || kind == FIX_DEVICE_REMOTE) {
         CHECK(take_error() == GPUIC_ERR_UNSUPPORTED);
         for (unsigned i = 0; i < LEN; ++i) {
             if (r[i] != 0) {
@@ -417,13 +420,131 @@ static void test_put8_multi(fixture_kind_t kind)
     CHECK(fixture_canaries_ok(&fx));
 }
 
+/* Remote calls the handler executed (FIX_DEVICE_REMOTE). */
+static unsigned remote_calls;
+
+/* A 4- or 8-byte element's new value under @p op; 0 when the handler does not know it. */
+static int remote_combine(int op, int type, uint64_t old, uint64_t v, uint64_t *out)
+{
+    union { uint64_t u; double d; int64_t i; } o = {old}, a = {v}, r = {0};
+    int32_t o32 = (int32_t)old, a32 = (int32_t)v;
+
+    switch (op) {
+    case GPUIC_ACC_REPLACE: *out = v; return 1;
+    case GPUIC_ACC_BAND:    *out = old & v; return 1;
+    case GPUIC_ACC_BOR:     *out = old | v; return 1;
+    case GPUIC_ACC_BXOR:    *out = old ^ v; return 1;
+    case GPUIC_ACC_SUM:
+        if (type == GPUIC_ACC_DOUBLE) {
+            r.d = o.d + a.d;
+            *out = r.u;
+        } else {
+            *out = old + v;
+        }
+        return 1;
+    case GPUIC_ACC_MIN:
+    case GPUIC_ACC_MAX:
+        if (type == GPUIC_ACC_DOUBLE) {
+            r.d = (op == GPUIC_ACC_MIN) == (a.d < o.d) ? a.d : o.d;
+            *out = r.u;
+        } else if (type == GPUIC_ACC_INT32) {
+            *out = (uint32_t)((op == GPUIC_ACC_MIN) == (a32 < o32) ? a32 : o32);
+        } else {
+            *out = (op == GPUIC_ACC_MIN) == (a.i < o.i) ? (uint64_t)a.i : (uint64_t)o.i;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* The target's executor for the test: the request on host memory, by the CPU (the proxy
+ * thread is the only updater). */
+static gpuic_status_t remote_handler(void *arg, const void *req, size_t req_len, void *reply,
+                                     size_t reply_cap, size_t *reply_len_p)
+{
+    gpuic_call_atomic_t a;
+    uint8_t *t;
+    size_t bytes;
+
+    (void)arg;
+    *reply_len_p = 0;
+    if (req_len < gpuic_call_atomic_len(0) || req_len > sizeof(a)) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    memcpy(&a, req, req_len);
+    bytes = (size_t)a.count * a.esize;
+    if ((a.esize != 4 && a.esize != 8) || bytes > GPUIC_CALL_ATOMIC_INLINE ||
+        ((a.flags & GPUIC_CALL_FETCH) && reply_cap < bytes)) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    __atomic_fetch_add(&remote_calls, 1, __ATOMIC_RELAXED);
+    t = (uint8_t *)(uintptr_t)a.addr;
+    for (uint32_t i = 0; i < a.count; ++i) {
+        uint64_t old = 0, v = 0, cmp = 0, next;
+
+        memcpy(&old, t + (size_t)i * a.esize, a.esize);
+        memcpy(&v, a.data + (size_t)i * a.esize, a.esize);
+        if (a.op == GPUIC_CALL_CAS) {
+            memcpy(&cmp, a.compare, a.esize);
+            next = old == cmp ? v : old;
+        } else if (!remote_combine(a.acc_op, a.type, old, v, &next)) {
+            return GPUIC_ERR_UNSUPPORTED;
+        }
+        memcpy(t + (size_t)i * a.esize, &next, a.esize);
+        if (a.flags & GPUIC_CALL_FETCH) {
+            memcpy((uint8_t *)reply + (size_t)i * a.esize, &old, a.esize);
+        }
+    }
+    if (a.flags & GPUIC_CALL_FETCH) {
+        *reply_len_p = bytes;
+    }
+    return GPUIC_OK;
+}
+
+/* An accumulate larger than one remote call: split into pieces, every element combined. */
+static void test_remote_pieces(void)
+{
+    const gpuic_wqe_hdr_t h = {0, 0, 0};
+    uint8_t *r = fixture_region(&fx, 0);
+    static double d[200], got[200];
+    unsigned before = __atomic_load_n(&remote_calls, __ATOMIC_RELAXED);
+    gpuic_wqe_t w;
+
+    for (unsigned i = 0; i < 200; ++i) {
+        d[i] = (double)i + 0.5;
+    }
+    memset(r, 0, sizeof(got));
+    gpuic_wqe_build_accumulate(&w, &h, GPUIC_ACC_SUM, GPUIC_ACC_DOUBLE, 200, 8,
+                               (uint64_t)(uintptr_t)d, 0, fixture_raddr(&fx, 0, 0), fx.key[0]);
+    post(&w, 1, 0);
+    post(&w, 1, 0);
+    wait_all();
+    CHECK(take_error() == GPUIC_OK);
+    memcpy(got, r, sizeof(got));
+    for (unsigned i = 0; i < 200; ++i) {
+        CHECK(got[i] == 2 * d[i]);
+    }
+    /* 1600 bytes in pieces of at most GPUIC_CALL_ATOMIC_INLINE, twice */
+    CHECK(__atomic_load_n(&remote_calls, __ATOMIC_RELAXED) - before ==
+          2 * ((sizeof(d) + GPUIC_CALL_ATOMIC_INLINE - 1) / GPUIC_CALL_ATOMIC_INLINE));
+    CHECK(fixture_canaries_ok(&fx));
+}
+
 static void run_kind(fixture_kind_t kind)
 {
     if (!fixture_create_kind(&fx, NT, LEN, kind)) {
         CHECK(!"fixture");
         return;
     }
+    if (kind == FIX_DEVICE_REMOTE) {
+        /* the fixture's endpoint loops back: the proxy's own waits serve its calls */
+        gpuic_context_set_call_handler(fx.ctx, remote_handler, NULL);
+        remote_calls = 0;
+    }
     CHECK(fixture_attach(&fx, &rp) == GPUIC_OK);
+    if (kind == FIX_DEVICE_REMOTE) {
+        test_remote_pieces();
+    }
     if (kind == FIX_HOST_NO_ATOMICS) {
         test_no_atomics();
     } else {
@@ -431,13 +552,17 @@ static void run_kind(fixture_kind_t kind)
         test_ops();
     }
     test_put8_multi(kind);
+    if (kind == FIX_DEVICE_REMOTE) {
+        /* fetch-add, two compare-and-swaps, four accumulates, one signal add, the pieces */
+        CHECK(__atomic_load_n(&remote_calls, __ATOMIC_RELAXED) >= 8);
+    }
     fixture_destroy(&fx); /* the proxy first: it drains and stops */
 }
 
 int main(void)
 {
     static const fixture_kind_t kinds[] = {FIX_UCX, FIX_HOST_CPU_ATOMICS, FIX_HOST_UCX_ATOMICS,
-                                           FIX_HOST_NO_ATOMICS};
+                                           FIX_HOST_NO_ATOMICS, FIX_DEVICE_REMOTE};
     gpuic_keytable_t *kt;
     gpuic_keytable_entry_t e = {0};
     uint32_t key;

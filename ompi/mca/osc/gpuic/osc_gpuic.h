@@ -707,6 +707,48 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
                             const void *origin, const void *compare, void *result,
                             struct ompi_datatype_t *dt, int *rc_p);
 
+/**
+ * Registers a GPU window's device memory with the executor of remote atomics
+ * (osc_gpuic_gpu_exec.c), before peers can reach it; does nothing for other windows.
+ * MPI_ERR_NO_MEM when the registry cannot grow.
+ */
+int ompi_osc_gpuic_gpu_exec_add(ompi_osc_gpuic_module_t *module);
+/** Takes the window out of the executor's registry, waiting for a request executing on it;
+ *  before its memory and agent go. */
+void ompi_osc_gpuic_gpu_exec_remove(ompi_osc_gpuic_module_t *module);
+/**
+ * The remote call handler (gpuic_call_handler_t) of the component's context in processes that
+ * use CUDA: executes a gpuic_call_atomic_t on a GPU window of this process with its agent.
+ * GPUIC_ERR_BAD_KEY when the range is in no GPU window, GPUIC_ERR_UNSUPPORTED for a type or op
+ * the kernels lack or with the agent off, GPUIC_ERR_NO_RESOURCE when the window is busy.
+ */
+gpuic_status_t ompi_osc_gpuic_gpu_exec_handler(void *arg, const void *req, size_t req_len,
+                                               void *reply, size_t reply_cap,
+                                               size_t *reply_len_p);
+/** libgpuic's codes (enum gpuic_acc_type, enum gpuic_acc_op) of the kernels' element type and
+ *  op; false when the pair has none. */
+bool ompi_osc_gpuic_gpu_exec_codes(int kernel_type, int kernel_op, int *type_p, int *op_p);
+
+/**
+ * An accumulate-family call (arguments as ompi_osc_gpuic_gpu_acc) on GPU window memory of a
+ * peer this process does not map (another node), executed by the peer's window agent through
+ * remote calls (osc_gpuic_gpu_exec.c), when the kernels know the op and element type and the
+ * target elements are naturally aligned.  false: it cannot, nothing was done (the lock path
+ * takes it); true: done, its result in *rc_p.
+ */
+bool ompi_osc_gpuic_gpu_acc_remote(ompi_osc_gpuic_module_t *module, int target,
+                                   const ompi_osc_gpuic_region_t *region, uint64_t raddr,
+                                   const void *origin, int ocount, struct ompi_datatype_t *odt,
+                                   void *result, int rcount, struct ompi_datatype_t *rdt,
+                                   int tcount, struct ompi_datatype_t *tdt,
+                                   struct ompi_op_t *op, struct ompi_datatype_t *prim,
+                                   size_t nelem, int *rc_p);
+/** MPI_Compare_and_swap of a 1-, 2-, 4- or 8-byte element the same way; false: it cannot. */
+bool ompi_osc_gpuic_gpu_cas_remote(ompi_osc_gpuic_module_t *module, int target,
+                                   const ompi_osc_gpuic_region_t *region, uint64_t raddr,
+                                   const void *origin, const void *compare, void *result,
+                                   struct ompi_datatype_t *dt, int *rc_p);
+
 /** Stops the window agent and frees it (window free; osc_gpuic_gpu_agent.c). */
 void ompi_osc_gpuic_agent_release(ompi_osc_gpuic_module_t *module);
 

@@ -733,6 +733,13 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
                                acc.nelem, &rc)) {
         return rc;
     }
+    /* GPU window memory of another node: device atomics by the target's window agent. */
+    if (acc.region->gpu &&
+        ompi_osc_gpuic_gpu_acc_remote(module, target, acc.region, raddr,
+                                      has_origin ? origin : NULL, ocount, odt, result, rcount,
+                                      rdt, tcount, tdt, op, acc.prim, acc.nelem, &rc)) {
+        return rc;
+    }
     /* A single predefined element on every side: no copies, no allocation. */
     if (acc.nelem == 1 && (!has_origin || ompi_datatype_is_predefined(odt)) &&
         (!fetching || ompi_datatype_is_predefined(rdt)) && acc.esize <= sizeof(rbuf) &&
@@ -912,6 +919,10 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
     ompi_datatype_type_size(dt, &esize);
     if (region->gpu && ompi_osc_gpuic_gpu_cas(module, target, region, raddr, origin_addr,
                                               compare_addr, result_addr, dt, &rc)) {
+        return rc;
+    }
+    if (region->gpu && ompi_osc_gpuic_gpu_cas_remote(module, target, region, raddr, origin_addr,
+                                                     compare_addr, result_addr, dt, &rc)) {
         return rc;
     }
     if (gpuic_cuda_available() &&

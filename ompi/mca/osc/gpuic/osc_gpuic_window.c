@@ -95,6 +95,8 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
 {
     int i, n;
 
+    /* No remote atomic executes on the window from here on. */
+    ompi_osc_gpuic_gpu_exec_remove(module);
     /* Requests still waiting for the window's stream complete before the stream goes; then
      * mappings of peers' device memory: they are recorded in the peers array. */
     ompi_osc_gpuic_request_gpu_release(module);
@@ -567,6 +569,10 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     module->post_n = -1;
     if (rc == OMPI_SUCCESS) {
         rc = ompi_osc_gpuic_blob_build(module, ctx, &blob, &blob_len);
+    }
+    /* before any peer knows the memory: their atomics may come as soon as they do */
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_gpu_exec_add(module);
     }
     /* Window creation is collective and MPI gives no way to report one process's failure to
      * the others: every process learns whether all could get their memory before the
