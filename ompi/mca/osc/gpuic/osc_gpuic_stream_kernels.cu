@@ -804,9 +804,9 @@ __device__ static inline void agent_fetch_rest(const mpix_gpuic_agent_cmd_t *slo
  */
 extern "C" __global__ void mpix_gpuic_k_agent(mpix_gpuic_agent_ring_t *ring)
 {
-    __shared__ mpix_gpuic_agent_cmd_t copy;
-
     gpuic_dev_stream_prologue();
+
+    __shared__ mpix_gpuic_agent_cmd_t copy; /* the command being executed */
 
     const unsigned full = 0xffffffffu;
     unsigned lane = threadIdx.x;
