@@ -137,7 +137,9 @@ static ucs_status_t gpuic_call_on_reply(void *arg, const void *header, size_t he
             w->status = GPUIC_ERR_TRANSPORT; /* a malformed reply */
             w->reply_len = 0;
         } else {
-            memcpy(w->reply, data, hdr.len);
+            if (hdr.len > 0) { /* data may be NULL for an empty reply */
+                memcpy(w->reply, data, hdr.len);
+            }
             w->reply_len = hdr.len;
             w->status = (gpuic_status_t)hdr.status;
         }
