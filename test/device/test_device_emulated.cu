@@ -127,6 +127,10 @@ static void remote_device_calls(MPI_Win win, void *base)
             for (int i = 0; i < 2; ++i) {
                 ((int *)&put)[i] = value_of(0, i);
             }
+            if (w != put + 1) {
+                fprintf(stderr, "[rank %d] word 0 is %#llx, expected the put's %#llx plus 1\n",
+                        rank, (unsigned long long)w, (unsigned long long)put);
+            }
             CHECK(w == put + 1);
         }
         for (int i = 2; i < INTS; ++i) {

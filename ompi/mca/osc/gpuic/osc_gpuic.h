@@ -504,6 +504,13 @@ int ompi_osc_gpuic_begin_op(ompi_osc_gpuic_module_t *module, int target);
 int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target);
 /** The same for every target of the window. */
 int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module);
+/**
+ * Flushes every peer's UCX endpoint, whether or not operations went to it, so that no
+ * connection of the window is left half set up (UCX 1.13 aborts in ucp_worker_destroy on an
+ * endpoint whose wireup request never left).  Called in MPI_Win_free before the barrier: every
+ * peer makes progress until it has passed the barrier.
+ */
+int ompi_osc_gpuic_module_settle(ompi_osc_gpuic_module_t *module);
 /** Completes this process's operations to @p target locally (buffers reusable, data arrived). */
 int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target);
 /** MPI_ERR_RMA_SYNC unless the window is in a passive-target epoch (request-based calls). */

@@ -360,9 +360,10 @@ static void ompi_osc_gpuic_flush_set_done(void *arg, gpuic_status_t status)
 
 /*
  * Flushes, all at once, the endpoints of the peers that were issued UCX operations since their
- * last flush (@p peer_issued: the counts the flush covers).  Endpoint flushes rather than one
- * worker flush: a worker flush was seen to return before large gets through UCX's shared-memory
- * transports had delivered their data, and it waits for every endpoint of the context.
+ * last flush (@p peer_issued: the counts the flush covers), or, with @p peer_issued NULL, every
+ * peer's endpoint.  Endpoint flushes rather than one worker flush: a worker flush was seen to
+ * return before large gets through UCX's shared-memory transports had delivered their data,
+ * and it waits for every endpoint of the context.
  */
 static gpuic_status_t ompi_osc_gpuic_flush_peers(ompi_osc_gpuic_module_t *module,
                                                  const uint64_t *peer_issued)
@@ -379,7 +380,9 @@ static gpuic_status_t ompi_osc_gpuic_flush_peers(ompi_osc_gpuic_module_t *module
     set->pending = 1; /* held until every flush is issued */
     set->status = GPUIC_OK;
     for (i = 0; i < n && status == GPUIC_OK; ++i) {
-        if (peer_issued[i] == __atomic_load_n(&module->peers[i].ucx_flushed, __ATOMIC_ACQUIRE)) {
+        if (module->peers[i].ep == NULL ||
+            (peer_issued != NULL &&
+             peer_issued[i] == __atomic_load_n(&module->peers[i].ucx_flushed, __ATOMIC_ACQUIRE))) {
             continue;
         }
         __atomic_fetch_add(&set->pending, 1, __ATOMIC_RELAXED);
@@ -445,6 +448,11 @@ int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
         free(peer_issued);
     }
     return ompi_osc_gpuic_error(status);
+}
+
+int ompi_osc_gpuic_module_settle(ompi_osc_gpuic_module_t *module)
+{
+    return ompi_osc_gpuic_error(ompi_osc_gpuic_flush_peers(module, NULL));
 }
 
 /* Counts one put or get of @p bytes under the path it took (its first region's). */

@@ -641,6 +641,9 @@ int ompi_osc_gpuic_free(struct ompi_win_t *win)
      * memory registered until every peer has stopped accessing it. */
     rc = ompi_osc_gpuic_module_flush(module);
     if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_module_settle(module);
+    }
+    if (rc == OMPI_SUCCESS) {
         rc = comm->c_coll->coll_barrier(comm, comm->c_coll->coll_barrier_module);
     }
     ompi_osc_gpuic_window_removed(module);
