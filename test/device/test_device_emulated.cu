@@ -122,11 +122,10 @@ static void remote_device_calls(MPI_Win win, void *base)
         /* elements 0 and 1 hold the put's values plus the fetch-and-add's 1 (64-bit word) */
         {
             uint64_t w = 0, put = 0;
+            int two[2] = {value_of(0, 0), value_of(0, 1)};
 
             memcpy(&w, host, 8);
-            for (int i = 0; i < 2; ++i) {
-                ((int *)&put)[i] = value_of(0, i);
-            }
+            memcpy(&put, two, 8); /* not through an int pointer: put is a uint64_t */
             if (w != put + 1) {
                 fprintf(stderr, "[rank %d] word 0 is %#llx, expected the put's %#llx plus 1\n",
                         rank, (unsigned long long)w, (unsigned long long)put);
@@ -139,7 +138,12 @@ static void remote_device_calls(MPI_Win win, void *base)
         for (int i = 0; i < 64; ++i) {
             CHECK(host[INTS + i] == value_of(0, i));
         }
-        CHECK(*(uint64_t *)&host[2 * INTS - 2] == 7);
+        {
+            uint64_t sig = 0;
+
+            memcpy(&sig, &host[2 * INTS - 2], 8);
+            CHECK(sig == 7);
+        }
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_unlock_all(win);

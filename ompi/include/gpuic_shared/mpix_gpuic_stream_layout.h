@@ -179,7 +179,8 @@ typedef struct mpix_gpuic_acc_args {
  *  - the host reuses a slot only once done shows its command finished;
  *  - stopping: the agent stores STOPPING, fences, checks the next slot once more, and stores
  *    STOPPED and exits only if it is still empty (else back to RUNNING); the host, after
- *    publishing a command, fences and launches a new agent if it reads STOPPED.  Each side
+ *    publishing a command, fences, waits while it reads STOPPING (the agent's look may have
+ *    come before the command), and launches a new agent if it then reads STOPPED.  Each side
  *    stores before it loads the other's word, so one of them sees the other's store.
  */
 #define MPIX_GPUIC_AGENT_SLOTS    64

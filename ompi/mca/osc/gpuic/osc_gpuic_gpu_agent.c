@@ -123,6 +123,23 @@ int ompi_osc_gpuic_agent_begin(ompi_osc_gpuic_module_t *module, mpix_gpuic_agent
     return OMPI_SUCCESS;
 }
 
+/* The agent's state once it is not STOPPING: a stopping agent looks at the next slot once more
+ * and then either runs on or stops, so a command published meanwhile must wait for that
+ * answer (the command may have come too late for the agent's look, and only a STOPPED agent is
+ * launched again). */
+static uint64_t ompi_osc_gpuic_agent_state(mpix_gpuic_agent_ring_t *ring)
+{
+    unsigned spins = 0;
+    uint64_t state;
+
+    while ((state = ompi_osc_gpuic_agent_load(&ring->state)) == MPIX_GPUIC_AGENT_STOPPING) {
+        if (++spins % 1024 == 0) {
+            sched_yield(); /* the agent's warp was preempted between its two stores */
+        }
+    }
+    return state;
+}
+
 /* Writes the tagged copy of command @p seq (the ring protocol in mpix_gpuic_stream_layout.h):
  * each word whole, so the agent sees each one either old or new. */
 static void ompi_osc_gpuic_agent_tag(mpix_gpuic_agent_ring_t *ring, uint64_t seq)
@@ -157,7 +174,7 @@ int ompi_osc_gpuic_agent_commit(ompi_osc_gpuic_module_t *module, uint64_t *seq_p
     __atomic_store_n(&ring->cmd[seq % MPIX_GPUIC_AGENT_SLOTS].seq, seq, __ATOMIC_RELEASE);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     __atomic_store_n(&agent->posted, seq, __ATOMIC_RELEASE);
-    if (ompi_osc_gpuic_agent_load(&ring->state) == MPIX_GPUIC_AGENT_STOPPED) {
+    if (ompi_osc_gpuic_agent_state(ring) == MPIX_GPUIC_AGENT_STOPPED) {
         __atomic_store_n(&ring->state, MPIX_GPUIC_AGENT_RUNNING, __ATOMIC_RELEASE);
         rc = ompi_osc_gpuic_stream_launch(MPIX_GPUIC_K_AGENT, 1, 32, agent->stream, &arg);
         agent->launches++;
