@@ -126,16 +126,24 @@ int ompi_osc_gpuic_agent_begin(ompi_osc_gpuic_module_t *module, mpix_gpuic_agent
 /* The agent's state once it is not STOPPING: a stopping agent looks at the next slot once more
  * and then either runs on or stops, so a command published meanwhile must wait for that
  * answer (the command may have come too late for the agent's look, and only a STOPPED agent is
- * launched again). */
+ * launched again).  Still STOPPING after osc_gpuic_timeout: the agent is gone (its kernel
+ * failed). */
 static uint64_t ompi_osc_gpuic_agent_state(mpix_gpuic_agent_ring_t *ring)
 {
+    double timeout = gpuic_context_timeout(mca_osc_gpuic_component.ctx);
+    uint64_t state, start = 0, now;
     unsigned spins = 0;
-    uint64_t state;
 
     while ((state = ompi_osc_gpuic_agent_load(&ring->state)) == MPIX_GPUIC_AGENT_STOPPING) {
-        if (++spins % 1024 == 0) {
-            sched_yield(); /* the agent's warp was preempted between its two stores */
+        if (++spins % 1024 != 0) {
+            continue;
         }
+        now = gpuic_context_now_ns();
+        start = start == 0 ? now : start;
+        if (timeout > 0 && (double)(now - start) > timeout * 1e9) {
+            break;
+        }
+        sched_yield(); /* the agent's warp was preempted between its two stores */
     }
     return state;
 }
@@ -164,7 +172,7 @@ int ompi_osc_gpuic_agent_commit(ompi_osc_gpuic_module_t *module, uint64_t *seq_p
 {
     ompi_osc_gpuic_agent_t *agent = module->gpu_agent;
     mpix_gpuic_agent_ring_t *ring = agent->ring;
-    uint64_t seq = agent->posted + 1;
+    uint64_t seq = agent->posted + 1, state;
     void *arg = ring;
     int rc = OMPI_SUCCESS;
 
@@ -174,7 +182,12 @@ int ompi_osc_gpuic_agent_commit(ompi_osc_gpuic_module_t *module, uint64_t *seq_p
     __atomic_store_n(&ring->cmd[seq % MPIX_GPUIC_AGENT_SLOTS].seq, seq, __ATOMIC_RELEASE);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     __atomic_store_n(&agent->posted, seq, __ATOMIC_RELEASE);
-    if (ompi_osc_gpuic_agent_state(ring) == MPIX_GPUIC_AGENT_STOPPED) {
+    state = ompi_osc_gpuic_agent_state(ring);
+    if (state == MPIX_GPUIC_AGENT_STOPPING) {
+        gpuic_log(GPUIC_LOG_ERROR, "rank %d: window %d: the window agent neither stopped nor ran "
+                  "on within osc_gpuic_timeout", ompi_comm_rank(module->comm), module->id);
+        rc = MPI_ERR_OTHER;
+    } else if (state == MPIX_GPUIC_AGENT_STOPPED) {
         __atomic_store_n(&ring->state, MPIX_GPUIC_AGENT_RUNNING, __ATOMIC_RELEASE);
         rc = ompi_osc_gpuic_stream_launch(MPIX_GPUIC_K_AGENT, 1, 32, agent->stream, &arg);
         agent->launches++;
