@@ -326,10 +326,15 @@ int main(int argc, char **argv)
                 return mpi_test_finish("test_gpu_window_host");
             }
             check_paths(win);
+            /* each phase's end shows in the log, so that a hang says where it stopped */
             phase_fence(win, dev, odev);
+            fprintf(stderr, "[rank %d] flavor %d origin %d: fence done\n", rank, f, odev);
             phase_pscw(win, dev, odev);
+            fprintf(stderr, "[rank %d] flavor %d origin %d: pscw done\n", rank, f, odev);
             phase_acc(win, dev, odev);
+            fprintf(stderr, "[rank %d] flavor %d origin %d: accumulates done\n", rank, f, odev);
             phase_atomic(win, dev, odev);
+            fprintf(stderr, "[rank %d] flavor %d origin %d: atomics done\n", rank, f, odev);
             CHECK(MPI_Win_free(&win) == MPI_SUCCESS);
             if (owned != NULL) CUDA_CHECK(cudaFree(owned));
         }

@@ -133,6 +133,10 @@ static void run(int flavor, int odev)
                 if (got_c == cur) {
                     break;
                 }
+                if (i == 10000) {
+                    fprintf(stderr, "rank %d: compare-and-swap on rank %d's counter failed 10000 "
+                            "times (last fetched %d)\n", rank, t, got_c);
+                }
                 cur = got_c;
             }
             CHECK(i < 1000000);
@@ -191,6 +195,9 @@ int main(int argc, char **argv)
     for (f = 0; f < 2; ++f) {
         for (odev = 0; odev < 2; ++odev) {
             run(flavors[f], odev);
+            /* where a hang stopped it shows in the log */
+            fprintf(stderr, "[rank %d] %s window, %s operands: done\n", rank,
+                    f == 0 ? "allocated" : "created", odev ? "device" : "host");
         }
     }
     return mpi_test_finish("test_gpu_window_small");
