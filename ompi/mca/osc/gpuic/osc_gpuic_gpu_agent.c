@@ -303,26 +303,6 @@ int ompi_osc_gpuic_agent_begin(ompi_osc_gpuic_module_t *module, mpix_gpuic_agent
     return MPI_ERR_UNSUPPORTED_OPERATION;
 }
 
-/* Writes the tagged copy of command @p seq (the ring protocol in mpix_gpuic_stream_layout.h):
- * each word whole, so the agent sees each one either old or new. */
-static void ompi_osc_gpuic_agent_tag(mpix_gpuic_agent_ring_t *ring, uint64_t seq)
-{
-    const mpix_gpuic_agent_cmd_t *cmd = &ring->cmd[seq % MPIX_GPUIC_AGENT_SLOTS];
-    uint64_t *tagged = ring->tagged[seq % MPIX_GPUIC_AGENT_SLOTS];
-    uint64_t tag = (uint64_t)(uint32_t)seq << 32;
-    uint32_t v;
-    int i;
-
-    for (i = 0; i < MPIX_GPUIC_AGENT_TAGGED_WORDS; ++i) {
-        if (i * 4 < MPIX_GPUIC_AGENT_TAGGED_FIELDS) {
-            memcpy(&v, (const char *)&cmd->what + i * 4, 4);
-        } else {
-            memcpy(&v, cmd->data + (i * 4 - MPIX_GPUIC_AGENT_TAGGED_FIELDS), 4);
-        }
-        __atomic_store_n(&tagged[i], tag | v, __ATOMIC_RELAXED);
-    }
-}
-
 int ompi_osc_gpuic_agent_commit(ompi_osc_gpuic_module_t *module, uint64_t *seq_p)
 {
     (void)module;
