@@ -12,7 +12,9 @@
  *     MPI_ERR_COUNT, a size that overflows is refused and writes nothing;
  *  4. atomicity: single-element fetch_and_op, compare_and_swap and small accumulates racing
  *     with large multi-element accumulates and get_accumulates on the same elements; the final
- *     sums are exact.
+ *     sums are exact;
+ *  5. accumulates of 1.6 MB (several chunks of the fetch-combine-write path on windows a peer
+ *     cannot map) from every rank into every rank at once: exact sums, read back remotely.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -529,6 +531,60 @@ static void test_atomicity(int flavor)
     free(dones);
 }
 
+/* ---- 5. large contiguous accumulates, several transfer chunks each ------------------------ */
+
+#define BIG_N 200000 /* int64 elements: 1.6 MB, four chunks of the combine */
+
+/* Every rank adds (rank + 1) * (i % 7 + 1) to element i of every target at once, then reads a
+ * neighbour's elements back with a NO_OP get_accumulate: each sum is exact and the read
+ * matches. */
+static void test_big(int flavor)
+{
+    int64_t *add = malloc(BIG_N * sizeof(int64_t)), *got = malloc(BIG_N * sizeof(int64_t));
+    int64_t tri = (int64_t)nranks * (nranks + 1) / 2;
+    int i, t, bad = -1;
+    win_t w;
+
+    for (i = 0; i < BIG_N; ++i) {
+        add[i] = (int64_t)(rank + 1) * (i % 7 + 1);
+    }
+    win_open(&w, flavor, BIG_N * sizeof(int64_t));
+    MPI_Win_lock_all(0, w.win);
+    for (t = 0; t < nranks; ++t) {
+        int tt = (rank + t) % nranks;
+
+        CHECK(MPI_Accumulate(add, BIG_N, MPI_INT64_T, tt, w.disp0[tt], BIG_N, MPI_INT64_T,
+                             MPI_SUM, w.win) == MPI_SUCCESS);
+    }
+    MPI_Win_flush_all(w.win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    t = (rank + 1) % nranks;
+    CHECK(MPI_Get_accumulate(NULL, 0, MPI_INT64_T, got, BIG_N, MPI_INT64_T, t, w.disp0[t], BIG_N,
+                             MPI_INT64_T, MPI_NO_OP, w.win) == MPI_SUCCESS);
+    MPI_Win_unlock_all(w.win);
+    for (i = 0; i < BIG_N && bad < 0; ++i) {
+        if (got[i] != tri * (i % 7 + 1)) {
+            bad = i;
+        }
+    }
+    win_read_own(&w, add, 0, BIG_N * sizeof(int64_t));
+    for (i = 0; i < BIG_N && bad < 0; ++i) {
+        if (add[i] != tri * (i % 7 + 1)) {
+            bad = i;
+        }
+    }
+    if (bad >= 0) {
+        fprintf(stderr, "[rank %d] %s large accumulate: element %d is %lld (read %lld), "
+                "expected %lld\n", rank, flavor_name[flavor], bad, (long long)add[bad],
+                (long long)got[bad], (long long)(tri * (bad % 7 + 1)));
+    }
+    CHECK(bad < 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    win_close(&w);
+    free(add);
+    free(got);
+}
+
 int main(int argc, char **argv)
 {
     int f;
@@ -541,6 +597,7 @@ int main(int argc, char **argv)
         test_pairs(f);
         test_args(f);
         test_atomicity(f);
+        test_big(f);
     }
     return mpi_test_finish("test_acc_semantics");
 }

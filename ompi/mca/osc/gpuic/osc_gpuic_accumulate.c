@@ -220,9 +220,58 @@ static void ompi_osc_gpuic_acc_slot_cb(gpuic_rma_completion_t *comp, gpuic_statu
 }
 
 /*
- * Contiguous target bytes [raddr, raddr + nelem * esize) reached through UCX: chunks are
- * fetched, combined and written back with up to OMPI_OSC_GPUIC_ACC_DEPTH in flight, then
- * flushed.  The caller holds the target's accumulate lock.
+ * Contiguous target bytes [raddr, raddr + total) of a same-node peer read and written by
+ * cross-memory copies, a chunk at a time (each copy is complete on return: no target progress,
+ * no flush).  GPUIC_ERR_UNSUPPORTED in *status_p, with nothing done, when the system refuses
+ * the first copy: the caller goes through UCX then.  The caller holds the accumulate lock.
+ */
+static int ompi_osc_gpuic_acc_cma(ompi_osc_gpuic_acc_t *acc, uint64_t raddr, size_t total,
+                                  size_t chunk, gpuic_status_t *status_p)
+{
+    ompi_osc_gpuic_peer_t *peer = &acc->module->peers[acc->target];
+    gpuic_status_t status = GPUIC_OK;
+    char *buf = malloc(chunk);
+    size_t off, len;
+    int rc = OMPI_SUCCESS;
+
+    *status_p = GPUIC_OK;
+    if (buf == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    /* UCX operations issued to the peer before land first (accumulate ordering) */
+    if (__atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE) !=
+        __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
+        rc = ompi_osc_gpuic_peer_flush(acc->module, acc->target);
+    }
+    for (off = 0; rc == OMPI_SUCCESS && status == GPUIC_OK && off < total; off += len) {
+        len = total - off < chunk ? total - off : chunk;
+        status = gpuic_cma_copy(peer->cma_pid, buf, raddr + off, len, 0);
+        if (status == GPUIC_ERR_UNSUPPORTED && off == 0) {
+            *status_p = status;
+            break;
+        }
+        if (status == GPUIC_OK) {
+            /* whole elements of a type without gaps: it cannot fail */
+            (void)ompi_osc_gpuic_acc_apply_block(ompi_osc_gpuic_acc_anchor + off, buf, len, acc);
+            if (acc->obuf != NULL) {
+                status = gpuic_cma_copy(peer->cma_pid, buf, raddr + off, len, 1);
+            }
+        }
+    }
+    free(buf);
+    if (rc == OMPI_SUCCESS && status != GPUIC_OK && *status_p == GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "accumulate by cross-memory copy to rank %d failed: %s",
+                  acc->target, gpuic_status_string(status));
+        rc = ompi_osc_gpuic_error(status);
+    }
+    return rc;
+}
+
+/*
+ * Contiguous target bytes [raddr, raddr + nelem * esize): by cross-memory copies where put and
+ * get to the peer take them, else through UCX, chunks fetched, combined and written back with
+ * up to OMPI_OSC_GPUIC_ACC_DEPTH in flight, then flushed.  The caller holds the target's
+ * accumulate lock.
  */
 static int ompi_osc_gpuic_acc_pipeline(ompi_osc_gpuic_acc_t *acc, uint64_t raddr)
 {
@@ -239,6 +288,16 @@ static int ompi_osc_gpuic_acc_pipeline(ompi_osc_gpuic_acc_t *acc, uint64_t raddr
 
     if (chunk > total) {
         chunk = total;
+    }
+    if (__atomic_load_n(&peer->cma_pid, __ATOMIC_RELAXED) > 0 &&
+        mca_osc_gpuic_component.cma_min_bytes >= 0 &&
+        total >= (size_t)mca_osc_gpuic_component.cma_min_bytes) {
+        rc = ompi_osc_gpuic_acc_cma(acc, raddr, total, chunk, &status);
+        if (status != GPUIC_ERR_UNSUPPORTED) {
+            return rc;
+        }
+        /* The system refused (a changed ptrace policy): UCX from now on. */
+        __atomic_store_n(&peer->cma_pid, 0, __ATOMIC_RELAXED);
     }
     ring = malloc(chunk * OMPI_OSC_GPUIC_ACC_DEPTH);
     if (ring == NULL) {
