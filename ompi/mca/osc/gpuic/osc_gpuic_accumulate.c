@@ -13,7 +13,8 @@
  * - every other call takes the lock word's holder half (ompi_osc_gpuic_acc_lock), which also
  *   waits out the single-element atomics in flight, and then combines whole blocks at once:
  *   in place where this process maps the target's memory, else in local chunks that are
- *   fetched, combined and written back with several in flight.
+ *   fetched, combined and written back: by cross-memory copies for a same-node peer, else
+ *   through UCX with several in flight.
  *
  * Target elements are visited in type-map order and each is combined where it lies, so a
  * target datatype that names an element twice (erroneous in MPI 3.1, but made by real
@@ -36,9 +37,9 @@
 
 #include "osc_gpuic.h"
 
-/* UCX chunks of a pipelined combine, and how many are in flight at once: few large requests,
- * since without a transport that reaches user memory UCX serves each through the target's
- * progress, and a ring that stays in cache. */
+/* Chunks of a fetch-combine-write (UCX or cross-memory copies), and how many UCX ones are in
+ * flight at once: few large requests, since without a transport that reaches user memory UCX
+ * serves each through the target's progress, and a ring that stays in cache. */
 #define OMPI_OSC_GPUIC_ACC_CHUNK (512 * 1024)
 #define OMPI_OSC_GPUIC_ACC_DEPTH 2
 /* Contiguous pieces one element of a type with gaps (pair types) may come in. */
