@@ -150,6 +150,10 @@ typedef struct ompi_osc_gpuic_peer {
     /** Same-node peer whose window is not mapped here: its process id, for put and get by
      *  cross-memory copies (process_vm_writev/readv); 0 when UCX carries them. */
     int          cma_pid;
+    /** Pieces below osc_gpuic_cma_min_bytes sent to the peer by cross-memory copy since its
+     *  last flush: the first few go that way (a lone put or get is latency-bound), the rest of
+     *  a run through UCX, which pipelines them. */
+    uint32_t     cma_small;
     /* dynamic windows: the peer's attached regions as last read from its table */
     ompi_osc_gpuic_region_t *dyn;
     int          ndyn;
@@ -234,6 +238,7 @@ typedef struct ompi_osc_gpuic_module {
     uint64_t                   fences;          /**< MPI_Win_fence barriers passed */
     uint64_t                   ucx_issued;      /**< UCX operations issued to any peer */
     uint64_t                   ucx_flushed;     /**< ...covered by a completed flush_all */
+    bool                       cma_small_any;   /**< some peer's cma_small is not 0 */
     opal_mutex_t               dyn_lock;        /**< guards the peers' dynamic-region caches */
     /** Region arrays replaced by a refresh; kept until free so that a region found by one
      *  thread stays valid while another thread refreshes (MPI_THREAD_MULTIPLE only: otherwise

@@ -171,6 +171,33 @@ static inline void ompi_osc_gpuic_full_barrier(void)
 #endif
 }
 
+/* Pieces below osc_gpuic_cma_min_bytes a peer takes by cross-memory copy between two flushes:
+ * a lone small put or get costs one system call instead of a UCX round trip through the
+ * target's progress, while a longer run goes through UCX, whose small operations pipeline
+ * (more of them per second than copies one at a time). */
+#define OMPI_OSC_GPUIC_CMA_SMALL_RUN 4
+
+/* Whether a piece of @p len bytes to @p peer (which takes cross-memory copies) goes by copy;
+ * counts the small ones. */
+static inline bool ompi_osc_gpuic_cma_takes(ompi_osc_gpuic_module_t *module,
+                                            ompi_osc_gpuic_peer_t *peer, size_t len)
+{
+    if (len >= (size_t)mca_osc_gpuic_component.cma_min_bytes) {
+        return true;
+    }
+    /* not while UCX operations to the peer are pending: they would need a flush first */
+    if (__atomic_load_n(&peer->cma_small, __ATOMIC_RELAXED) >= OMPI_OSC_GPUIC_CMA_SMALL_RUN ||
+        __atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE) !=
+            __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
+        return false;
+    }
+    __atomic_fetch_add(&peer->cma_small, 1, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&module->cma_small_any, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&module->cma_small_any, true, __ATOMIC_RELAXED);
+    }
+    return true;
+}
+
 /* One contiguous piece inside @p region: through the mapping when there is one, else by a
  * cross-memory copy or through UCX. */
 static int ompi_osc_gpuic_xfer_one(ompi_osc_gpuic_xfer_arg_t *x, ompi_osc_gpuic_region_t *region,
@@ -205,7 +232,7 @@ static int ompi_osc_gpuic_xfer_one(ompi_osc_gpuic_xfer_arg_t *x, ompi_osc_gpuic_
     }
     if (!x->local_dev && !region->gpu && __atomic_load_n(&peer->cma_pid, __ATOMIC_RELAXED) > 0 &&
         mca_osc_gpuic_component.cma_min_bytes >= 0 &&
-        len >= (size_t)mca_osc_gpuic_component.cma_min_bytes) {
+        ompi_osc_gpuic_cma_takes(x->module, peer, len)) {
         /* UCX operations issued to the peer before complete first, so that this copy lands
          * after them (accumulate ordering; the flush is skipped when none are pending). */
         if (__atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE) !=
@@ -309,6 +336,9 @@ int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
     /* Direct stores are complete once they are globally visible. */
     ompi_osc_gpuic_full_barrier();
     ompi_osc_gpuic_progress_poll();
+    if (__atomic_load_n(&peer->cma_small, __ATOMIC_RELAXED) != 0) {
+        __atomic_store_n(&peer->cma_small, 0, __ATOMIC_RELAXED); /* a new run begins */
+    }
     issued = __atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE);
     if (issued == __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.flushes_skipped, 1);
@@ -426,6 +456,13 @@ int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
     }
     ompi_osc_gpuic_full_barrier();
     ompi_osc_gpuic_progress_poll();
+    if (__atomic_load_n(&module->cma_small_any, __ATOMIC_RELAXED)) {
+        /* a new run of small cross-memory copies begins at every peer */
+        __atomic_store_n(&module->cma_small_any, false, __ATOMIC_RELAXED);
+        for (i = 0; i < n; ++i) {
+            __atomic_store_n(&module->peers[i].cma_small, 0, __ATOMIC_RELAXED);
+        }
+    }
     issued = __atomic_load_n(&module->ucx_issued, __ATOMIC_ACQUIRE);
     if (issued == __atomic_load_n(&module->ucx_flushed, __ATOMIC_ACQUIRE)) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.flushes_skipped, 1);

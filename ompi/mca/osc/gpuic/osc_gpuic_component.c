@@ -269,10 +269,11 @@ static int ompi_osc_gpuic_component_register(void)
     mca_osc_gpuic_component.cma_min_bytes = 8192;
     (void)mca_base_component_var_register(
         c, "cma_min_bytes",
-        "Smallest contiguous piece of a put or get to a same-node peer whose window is not "
-        "mapped (MPI_Win_create memory) that goes by cross-memory copy (process_vm_writev/readv, "
-        "no help from the target); smaller pieces go through UCX (0: every piece by copy; "
-        "-1: none).  Needs osc_gpuic_direct",
+        "Smallest contiguous piece of a put or get (and chunk of a large accumulate) to a "
+        "same-node peer whose window is not mapped (MPI_Win_create memory) that always goes by "
+        "cross-memory copy (process_vm_writev/readv, no help from the target); of smaller "
+        "pieces the first 4 to a peer after a flush go by copy too, the rest of a run through "
+        "UCX, which pipelines them (0: every piece by copy; -1: none).  Needs osc_gpuic_direct",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.cma_min_bytes);
     mca_osc_gpuic_component.emulate_nodes = 0;
