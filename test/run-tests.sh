@@ -54,6 +54,31 @@ record() { # name rc log
     esac
 }
 
+# A device test still running shortly before its timeout: its processes print their threads'
+# stacks into the log (SIGUSR2, test/device/device_test.h).  Sets watcher (a pid or empty).
+watch_hang() { # kind program timeout log
+    watcher=
+    : >"$4"
+    [ "$1" = device ] && [ "$3" -gt 20 ] || return 0
+    ( sleep $(($3 - 8)); pkill -USR2 -f "^$2( |\$)" ) >/dev/null 2>&1 &
+    watcher=$!
+}
+
+# After a test: stop the watcher; after a timeout, kill what is left of the test's processes
+# (a rank stuck in the CUDA driver may outlive mpirun) and, for a device test, restart MPS,
+# whose server can refuse new clients ("busy or unavailable") after killed ones.
+after_hang() { # kind program rc
+    [ -n "${watcher:-}" ] && { kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null; }
+    watcher=
+    [ "$3" = 124 ] || [ "$3" = 137 ] || return 0
+    pkill -KILL -f "^$2( |\$)" 2>/dev/null
+    for _ in $(seq 50); do pgrep -f "^$2( |\$)" >/dev/null || break; sleep 0.1; done
+    if [ "$1" = device ] && [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ]; then
+        "$top/contrib/mps.sh" stop >/dev/null 2>&1
+        eval "$("$top/contrib/mps.sh" start)"
+    fi
+}
+
 run_list() { # kind list
     local kind=$1 list=$2 line prog arg1 rest name log rc t np envs left
     local -A seen=()
@@ -100,10 +125,12 @@ run_list() { # kind list
                 ( for e in $rest; do export "${e?}"; done
                   GPUIC_TEST_NP=$np timeout "$t" bash "$top/test/$kind/$prog" ) </dev/null >"$log" 2>&1; rc=$?
             elif [ -x "$build/test/$kind/$prog" ]; then
+                watch_hang "$kind" "$build/test/$kind/$prog" "$t" "$log"
                 ( for e in $rest; do export "${e?}"; done
-                  timeout "$t" "${MPIRUN[@]}" "${envs[@]}" -np "$np" "$build/test/$kind/$prog" ) \
-                    </dev/null >"$log" 2>&1
+                  timeout -k 10 "$t" "${MPIRUN[@]}" "${envs[@]}" -np "$np" "$build/test/$kind/$prog" ) \
+                    </dev/null >>"$log" 2>&1
                 rc=$?
+                after_hang "$kind" "$build/test/$kind/$prog" "$rc"
             else
                 # a listed test that was not built is a failure (device tests without a GPU
                 # were counted as skipped above)

@@ -7,7 +7,13 @@
 #define GPUIC_DEVICE_TEST_H
 
 #include <cuda_runtime.h>
+#include <dirent.h>
+#include <execinfo.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "../mpi/mpi_test.h"
 
@@ -22,6 +28,39 @@
         }                                                                                    \
     } while (0)
 
+/*
+ * SIGUSR2: every thread of the process prints its stack to stderr (the harness sends it to a
+ * device test that is about to time out, so that a hang report says where each thread waits).
+ * The first thread to get it passes it on to the others.  Diagnostics only: the calls are not
+ * all async-signal-safe.
+ */
+static void device_test_stacks(int sig)
+{
+    static volatile int passed_on;
+    void *frames[48];
+    char head[64];
+    long tid = syscall(SYS_gettid);
+    int n = backtrace(frames, 48), len;
+
+    len = snprintf(head, sizeof(head), "--- pid %ld thread %ld:\n", (long)getpid(), tid);
+    if (write(2, head, (size_t)len) < 0) return;
+    backtrace_symbols_fd(frames, n, 2);
+    if (__sync_bool_compare_and_swap(&passed_on, 0, 1)) {
+        DIR *d = opendir("/proc/self/task");
+        struct dirent *e;
+
+        while (d != NULL && (e = readdir(d)) != NULL) {
+            long t = atol(e->d_name);
+
+            if (t > 0 && t != tid) {
+                syscall(SYS_tgkill, (long)getpid(), t, sig);
+                usleep(20000); /* one thread's lines at a time */
+            }
+        }
+        if (d != NULL) closedir(d);
+    }
+}
+
 /* What follows MPI's initialization in device_test_init() and device_test_init_thread(). */
 static inline int device_test_start(const char *name, int *rank, int *nranks)
 {
@@ -35,6 +74,7 @@ static inline int device_test_start(const char *name, int *rank, int *nranks)
         return 0;
     }
     CUDA_CHECK(cudaSetDevice(*rank % ndev));
+    signal(SIGUSR2, device_test_stacks);
     return 1;
 }
 

@@ -157,59 +157,77 @@ static int host_cas_increment(MPI_Win win, int t, int odev, int64_t *ops, int64_
     return 0;
 }
 
-/* The host's calls of one pass, inside an epoch the caller opened. */
-static void host_calls(MPI_Win win, int odev, struct host_fetched *got)
+/* The host calls' operand and result buffers, in device (odev) or host memory.  Made before
+ * the kernel starts and freed after it ended: cudaMalloc and cudaFree may wait for the device's
+ * running kernels, and this process's kernel runs until the host calls are done. */
+struct host_bufs {
+    void *oi, *od, *o1, *ops, *cres, *gres, *fres;
+};
+
+static void host_bufs_make(struct host_bufs *b, int odev)
 {
     int64_t two_i[E], one = 1;
     double two_d[E];
-    int t, k, e;
-    void *oi, *od, *o1, *ops, *cres, *gres, *fres;
-    MPI_Datatype vec;
+    int e;
 
     for (e = 0; e < E; ++e) {
         two_i[e] = 2;
         two_d[e] = 2.0;
     }
-    oi = buf_make(odev, sizeof(two_i), two_i);
-    od = buf_make(odev, sizeof(two_d), two_d);
-    o1 = buf_make(odev, sizeof(one), &one);
-    ops = buf_make(odev, 2 * sizeof(int64_t), NULL);
-    cres = buf_make(odev, sizeof(int64_t), NULL);
-    gres = buf_make(odev, (size_t)nranks * HROUNDS * E * sizeof(int64_t), NULL);
-    fres = buf_make(odev, (size_t)nranks * HROUNDS * sizeof(int64_t), NULL);
+    b->oi = buf_make(odev, sizeof(two_i), two_i);
+    b->od = buf_make(odev, sizeof(two_d), two_d);
+    b->o1 = buf_make(odev, sizeof(one), &one);
+    b->ops = buf_make(odev, 2 * sizeof(int64_t), NULL);
+    b->cres = buf_make(odev, sizeof(int64_t), NULL);
+    b->gres = buf_make(odev, (size_t)nranks * HROUNDS * E * sizeof(int64_t), NULL);
+    b->fres = buf_make(odev, (size_t)nranks * HROUNDS * sizeof(int64_t), NULL);
+}
+
+static void host_bufs_free(struct host_bufs *b, int odev)
+{
+    buf_free(odev, b->oi);
+    buf_free(odev, b->od);
+    buf_free(odev, b->o1);
+    buf_free(odev, b->ops);
+    buf_free(odev, b->cres);
+    buf_free(odev, b->gres);
+    buf_free(odev, b->fres);
+}
+
+/* The host's calls of one pass, inside an epoch the caller opened. */
+static void host_calls(MPI_Win win, int odev, const struct host_bufs *b, struct host_fetched *got)
+{
+    int t, k;
+    MPI_Datatype vec;
+
     MPI_Type_vector(E, 1, 2, MPI_INT64_T, &vec);
     MPI_Type_commit(&vec);
     for (k = 0; k < HROUNDS; ++k) {
         for (t = 0; t < nranks; ++t) {
-            int64_t *g = (int64_t *)gres + ((size_t)t * HROUNDS + k) * E;
-            int64_t *f = (int64_t *)fres + (size_t)t * HROUNDS + k;
+            int64_t *g = (int64_t *)b->gres + ((size_t)t * HROUNDS + k) * E;
+            int64_t *f = (int64_t *)b->fres + (size_t)t * HROUNDS + k;
 
-            CHECK(MPI_Accumulate(oi, E, MPI_INT64_T, t, OFF_I, E, MPI_INT64_T, MPI_SUM, win) ==
+            CHECK(MPI_Accumulate(b->oi, E, MPI_INT64_T, t, OFF_I, E, MPI_INT64_T, MPI_SUM,
+                                 win) == MPI_SUCCESS);
+            CHECK(MPI_Accumulate(b->od, E, MPI_DOUBLE, t, OFF_D, E, MPI_DOUBLE, MPI_SUM, win) ==
                   MPI_SUCCESS);
-            CHECK(MPI_Accumulate(od, E, MPI_DOUBLE, t, OFF_D, E, MPI_DOUBLE, MPI_SUM, win) ==
+            CHECK(MPI_Accumulate(b->oi, E, MPI_INT64_T, t, OFF_V, 1, vec, MPI_SUM, win) ==
                   MPI_SUCCESS);
-            CHECK(MPI_Accumulate(oi, E, MPI_INT64_T, t, OFF_V, 1, vec, MPI_SUM, win) ==
-                  MPI_SUCCESS);
-            CHECK(MPI_Get_accumulate(oi, E, MPI_INT64_T, g, E, MPI_INT64_T, t, OFF_G, E,
+            CHECK(MPI_Get_accumulate(b->oi, E, MPI_INT64_T, g, E, MPI_INT64_T, t, OFF_G, E,
                                      MPI_INT64_T, MPI_SUM, win) == MPI_SUCCESS);
-            CHECK(MPI_Fetch_and_op(o1, f, MPI_INT64_T, t, OFF_C, MPI_SUM, win) == MPI_SUCCESS);
+            CHECK(MPI_Fetch_and_op(b->o1, f, MPI_INT64_T, t, OFF_C, MPI_SUM, win) ==
+                  MPI_SUCCESS);
             CHECK(MPI_Win_flush(t, win) == MPI_SUCCESS);
-            CHECK(host_cas_increment(win, t, odev, (int64_t *)ops, (int64_t *)cres));
+            CHECK(host_cas_increment(win, t, odev, (int64_t *)b->ops, (int64_t *)b->cres));
         }
     }
     for (t = 0; t < nranks; ++t) {
-        buf_read(odev, got[t].gacc, (int64_t *)gres + (size_t)t * HROUNDS * E,
+        buf_read(odev, got[t].gacc, (int64_t *)b->gres + (size_t)t * HROUNDS * E,
                  sizeof(got[t].gacc));
-        buf_read(odev, got[t].fop, (int64_t *)fres + (size_t)t * HROUNDS, sizeof(got[t].fop));
+        buf_read(odev, got[t].fop, (int64_t *)b->fres + (size_t)t * HROUNDS,
+                 sizeof(got[t].fop));
     }
     MPI_Type_free(&vec);
-    buf_free(odev, oi);
-    buf_free(odev, od);
-    buf_free(odev, o1);
-    buf_free(odev, ops);
-    buf_free(odev, cres);
-    buf_free(odev, gres);
-    buf_free(odev, fres);
 }
 
 /* Counts a failed check of one pass, with the pass's message on its first failure. */
@@ -242,7 +260,9 @@ static void run_pass(MPI_Win win, MPIX_Win_device h, void *dev, int odev, int co
     int64_t mine = 0, total_callers_sum = 0, expect, n;
     cudaStream_t stream;
     char what[160];
+    struct host_bufs bufs;
 
+    host_bufs_make(&bufs, odev);
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaHostAlloc((void **)&stop, sizeof(int), cudaHostAllocMapped));
     CUDA_CHECK(cudaHostAlloc((void **)&started, sizeof(int), cudaHostAllocMapped));
@@ -267,11 +287,11 @@ static void run_pass(MPI_Win win, MPIX_Win_device h, void *dev, int odev, int co
         /* the host calls start once the kernel runs, so the two overlap */
         for (t0 = MPI_Wtime(); !*(volatile int *)started && MPI_Wtime() - t0 < 30;) sched_yield();
         CHECK(*(volatile int *)started);
-        host_calls(win, odev, got);
+        host_calls(win, odev, &bufs, got);
         *(volatile int *)stop = 1;
         CUDA_CHECK(cudaStreamSynchronize(stream));
     } else {
-        host_calls(win, odev, got);
+        host_calls(win, odev, &bufs, got);
         CHECK(MPI_Win_unlock_all(win) == MPI_SUCCESS);
         MPI_Barrier(MPI_COMM_WORLD);
         CHECK(MPI_Win_lock_all(0, win) == MPI_SUCCESS);
@@ -283,6 +303,7 @@ static void run_pass(MPI_Win win, MPIX_Win_device h, void *dev, int odev, int co
     CHECK(MPI_Win_flush_all(win) == MPI_SUCCESS);
     CHECK(MPI_Win_unlock_all(win) == MPI_SUCCESS);
     MPI_Barrier(MPI_COMM_WORLD);
+    host_bufs_free(&bufs, odev);
 
     CUDA_CHECK(cudaMemcpy(&h_rc, d_rc, sizeof(h_rc), cudaMemcpyDeviceToHost));
     CHECK(h_rc == MPI_SUCCESS);

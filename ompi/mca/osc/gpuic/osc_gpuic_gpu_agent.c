@@ -98,6 +98,14 @@ static int ompi_osc_gpuic_agent_wait(ompi_osc_gpuic_module_t *module, uint64_t s
     return OMPI_SUCCESS;
 }
 
+int ompi_osc_gpuic_agent_prepare(ompi_osc_gpuic_module_t *module)
+{
+    if (!mca_osc_gpuic_component.gpu_agent || module->gpu_agent != NULL) {
+        return OMPI_SUCCESS;
+    }
+    return ompi_osc_gpuic_agent_create(module);
+}
+
 int ompi_osc_gpuic_agent_begin(ompi_osc_gpuic_module_t *module, mpix_gpuic_agent_cmd_t **cmd_p)
 {
     ompi_osc_gpuic_agent_t *agent;
@@ -295,6 +303,12 @@ void ompi_osc_gpuic_agent_release(ompi_osc_gpuic_module_t *module)
 }
 
 #else /* !OMPI_OSC_GPUIC_HAVE_STREAM: no kernel image, no agent */
+
+int ompi_osc_gpuic_agent_prepare(ompi_osc_gpuic_module_t *module)
+{
+    (void)module;
+    return OMPI_SUCCESS;
+}
 
 int ompi_osc_gpuic_agent_begin(ompi_osc_gpuic_module_t *module, mpix_gpuic_agent_cmd_t **cmd_p)
 {

@@ -56,6 +56,10 @@ int ompi_osc_gpuic_gpu_exec_add(ompi_osc_gpuic_module_t *module)
     if (!module->gpu || module->size == 0 || module->base == NULL) {
         return OMPI_SUCCESS;
     }
+    rc = ompi_osc_gpuic_agent_prepare(module);
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
     pthread_mutex_lock(&ompi_osc_gpuic_exec.lock);
     if (ompi_osc_gpuic_exec.n == ompi_osc_gpuic_exec.max) {
         size_t max = ompi_osc_gpuic_exec.max > 0 ? 2 * ompi_osc_gpuic_exec.max : 8;
