@@ -97,6 +97,10 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
 
     /* No remote atomic executes on the window from here on. */
     ompi_osc_gpuic_gpu_exec_remove(module);
+    /* Then the window agent stops, before any mapping of peers' device memory is closed:
+     * cuIpcCloseMemHandle was seen to block for good under MPS while the agent's kernel was
+     * resident. */
+    ompi_osc_gpuic_agent_release(module);
     /* Requests still waiting for the window's stream complete before the stream goes; then
      * mappings of peers' device memory: they are recorded in the peers array. */
     ompi_osc_gpuic_request_gpu_release(module);
