@@ -223,6 +223,29 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Prints which of remote_device_atomics' kernels still run and what this rank's window holds
+ * of the counter and the signal (read on a stream of its own: the others are busy). */
+static void hang_report(void *base, const int *d_rc, cudaStream_t wait_stream)
+{
+    uint64_t words[2] = {0, 0};
+    int rc[2] = {-9, -9};
+    cudaStream_t peek;
+
+    CUDA_CHECK(cudaStreamCreateWithFlags(&peek, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaMemcpyAsync(&words[0], (char *)base + AT_COUNTER, 8, cudaMemcpyDeviceToHost,
+                               peek));
+    CUDA_CHECK(cudaMemcpyAsync(&words[1], (char *)base + AT_SIGNAL, 8, cudaMemcpyDeviceToHost,
+                               peek));
+    CUDA_CHECK(cudaMemcpyAsync(rc, d_rc, sizeof(rc), cudaMemcpyDeviceToHost, peek));
+    CUDA_CHECK(cudaStreamSynchronize(peek));
+    fprintf(stderr, "[rank %d] after 20 s: atomics kernel %s, signal-wait kernel %s; here the "
+            "counter is %llu, the signal %llu; rc %d %d\n", rank,
+            cudaStreamQuery(0) == cudaErrorNotReady ? "running" : "done",
+            cudaStreamQuery(wait_stream) == cudaErrorNotReady ? "running" : "done",
+            (unsigned long long)words[0], (unsigned long long)words[1], rc[0], rc[1]);
+    CUDA_CHECK(cudaStreamDestroy(peek));
+}
+
 /*
  * Every rank's kernel updates the GPU window of the first rank of the next emulated node at
  * once (the target's own kernel included, on the P2P path): concurrent fetch-and-adds on one
@@ -255,10 +278,16 @@ static void remote_device_atomics(MPI_Win win, void *base)
         signal_wait_kernel<<<1, 1, 0, wait_stream>>>(h, nranks, (const int *)base, d_rc);
     }
     atomics_kernel<<<1, 1>>>(h, rank, target, d_olds, d_cas, d_dsrc, d_isrc, d_rc);
-    /* MPI progress while the kernels run (a target without a proxy serves calls here) */
-    while (cudaStreamQuery(0) == cudaErrorNotReady || cudaStreamQuery(wait_stream) ==
-                                                          cudaErrorNotReady) {
+    /* MPI progress while the kernels run (a target without a proxy serves calls here); after
+     * 20 s, where they are, for a hang report */
+    for (double t0 = MPI_Wtime(), said = 0;
+         cudaStreamQuery(0) == cudaErrorNotReady ||
+         cudaStreamQuery(wait_stream) == cudaErrorNotReady;) {
         MPI_Iprobe(MPI_ANY_SOURCE, 4242, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        if (!said && MPI_Wtime() - t0 > 20) {
+            said = 1;
+            hang_report(base, d_rc, wait_stream);
+        }
     }
     CUDA_CHECK(cudaDeviceSynchronize());
     CUDA_CHECK(cudaMemcpy(h_rc, d_rc, sizeof(h_rc), cudaMemcpyDeviceToHost));
