@@ -60,7 +60,9 @@ watch_hang() { # kind program timeout log
     watcher=
     : >"$4"
     [ "$1" = device ] && [ "$3" -gt 20 ] || return 0
-    ( sleep $(($3 - 8)); pkill -USR2 -f "^$2( |\$)" ) >/dev/null 2>&1 &
+    # one process at a time, so that their lines do not mix
+    ( sleep $(($3 - 8))
+      for p in $(pgrep -f "^$2( |\$)"); do kill -USR2 "$p"; sleep 1; done ) >/dev/null 2>&1 &
     watcher=$!
 }
 
