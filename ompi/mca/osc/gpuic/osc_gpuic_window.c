@@ -629,6 +629,19 @@ err_destroy:
     return rc;
 }
 
+/* Whether some process's window memory is device memory (the same answer everywhere). */
+static bool ompi_osc_gpuic_window_any_gpu(const ompi_osc_gpuic_module_t *module)
+{
+    int i, n = ompi_comm_size(module->comm);
+
+    for (i = 0; module->peers != NULL && i < n; ++i) {
+        if (module->peers[i].win.gpu) {
+            return true;
+        }
+    }
+    return false;
+}
+
 int ompi_osc_gpuic_free(struct ompi_win_t *win)
 {
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
@@ -648,6 +661,14 @@ int ompi_osc_gpuic_free(struct ompi_win_t *win)
         rc = ompi_osc_gpuic_module_settle(module);
     }
     if (rc == OMPI_SUCCESS) {
+        rc = comm->c_coll->coll_barrier(comm, comm->c_coll->coll_barrier_module);
+    }
+    if (rc == OMPI_SUCCESS && ompi_osc_gpuic_window_any_gpu(module)) {
+        /* Every peer's calls on the window are done: the window agent stops, and no process
+         * frees or unmaps device memory before every agent has (those driver calls wait for
+         * the device, and under MPS one was seen never to return while an agent's kernel was
+         * resident).  Every process decides alike: all saw every window's memory kind. */
+        ompi_osc_gpuic_agent_release(module);
         rc = comm->c_coll->coll_barrier(comm, comm->c_coll->coll_barrier_module);
     }
     ompi_osc_gpuic_window_removed(module);
