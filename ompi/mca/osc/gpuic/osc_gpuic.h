@@ -762,7 +762,8 @@ bool ompi_osc_gpuic_gpu_cas_remote(ompi_osc_gpuic_module_t *module, int target,
                                    struct ompi_datatype_t *dt, int *rc_p);
 
 /** Sets up the window agent's command ring and stream (no launch) when osc_gpuic_gpu_agent is
- *  on: at window creation, so that peers' requests executed inside UCX callbacks find them
+ *  on or some peer is on another node (its atomics on this window go to the agent): at window
+ *  creation, so that peers' requests executed inside UCX callbacks find them
  *  and make no allocations in the CUDA driver there. */
 int ompi_osc_gpuic_agent_prepare(ompi_osc_gpuic_module_t *module);
 /** Stops the window agent and frees it (window free; osc_gpuic_gpu_agent.c). */

@@ -15,9 +15,10 @@
  *
  * Windows register their device memory here at creation and leave before their memory goes;
  * the registry's lock is held while a request executes, so a window never leaves under one.
- * With osc_gpuic_gpu_agent=0 (or a build without the kernel image) requests are refused with
- * GPUIC_ERR_UNSUPPORTED, which the origin reports as MPI_ERR_UNSUPPORTED_OPERATION: the kernel
- * launch path would block the serving thread behind the window's stream.
+ * They use the agent whatever osc_gpuic_gpu_agent says (that parameter is about this process's
+ * own host calls): the kernel launch path would block the serving thread behind the window's
+ * stream.  A build without the kernel image refuses them with GPUIC_ERR_UNSUPPORTED, which the
+ * origin reports as MPI_ERR_UNSUPPORTED_OPERATION.
  */
 #include "ompi_config.h"
 
@@ -46,8 +47,7 @@ static struct {
     pthread_mutex_t            lock;
     ompi_osc_gpuic_exec_win_t  *win;
     size_t                     n, max;
-    bool                       warned_agent;
-} ompi_osc_gpuic_exec = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, false};
+} ompi_osc_gpuic_exec = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
 
 int ompi_osc_gpuic_gpu_exec_add(ompi_osc_gpuic_module_t *module)
 {
@@ -322,14 +322,6 @@ gpuic_status_t ompi_osc_gpuic_gpu_exec_handler(void *arg, const void *req, size_
         gpuic_log(GPUIC_LOG_DEBUG, "remote atomic: %zu bytes at %#llx are in no GPU window of "
                   "this process", bytes, (unsigned long long)a.addr);
         status = GPUIC_ERR_BAD_KEY;
-    } else if (!mca_osc_gpuic_component.gpu_agent) {
-        if (!ompi_osc_gpuic_exec.warned_agent) {
-            ompi_osc_gpuic_exec.warned_agent = true;
-            gpuic_log(GPUIC_LOG_ERROR, "rank %d: atomics from other nodes on GPU window %d are "
-                      "refused: they need the window agent (osc_gpuic_gpu_agent=0)",
-                      ompi_comm_rank(module->comm), module->id);
-        }
-        status = GPUIC_ERR_UNSUPPORTED;
     } else {
         status = ompi_osc_gpuic_exec_run(module, &a, ktype, kop, bytes, reply, reply_len_p);
     }
