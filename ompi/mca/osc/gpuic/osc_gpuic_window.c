@@ -667,8 +667,11 @@ int ompi_osc_gpuic_free(struct ompi_win_t *win)
         /* Every peer's calls on the window are done: the window agent stops, and no process
          * frees or unmaps device memory before every agent has (those driver calls wait for
          * the device, and under MPS one was seen never to return while an agent's kernel was
-         * resident).  Every process decides alike: all saw every window's memory kind. */
+         * resident).  Every process decides alike: all saw every window's memory kind.  Under
+         * gpu_lock: the executor of peers' requests still knows the window. */
+        opal_mutex_lock(&module->gpu_lock);
         ompi_osc_gpuic_agent_release(module);
+        opal_mutex_unlock(&module->gpu_lock);
         rc = comm->c_coll->coll_barrier(comm, comm->c_coll->coll_barrier_module);
     }
     ompi_osc_gpuic_window_removed(module);
