@@ -386,6 +386,13 @@ void ompi_osc_gpuic_window_removed(ompi_osc_gpuic_module_t *module);
  * memory by construction (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) knows no emulated node).
  */
 bool ompi_osc_gpuic_peer_on_node(ompi_osc_gpuic_module_t *module, int rank);
+/** The lowest rank of @p module's communicator not on this node (ompi_osc_gpuic_peer_on_node),
+ *  or -1 when every process is. */
+int ompi_osc_gpuic_peer_first_off_node(ompi_osc_gpuic_module_t *module);
+/** Whether some process's window memory is device memory: the same answer on every process
+ *  (all saw every peer's memory kind in the creation exchange), so it may decide a collective
+ *  step. */
+bool ompi_osc_gpuic_window_any_gpu(const ompi_osc_gpuic_module_t *module);
 
 /* State-block atomics (osc_gpuic_state.c) */
 /**

@@ -473,6 +473,18 @@ bool ompi_osc_gpuic_peer_on_node(ompi_osc_gpuic_module_t *module, int rank)
            proc->super.proc_name.vpid / n == me->super.proc_name.vpid / n;
 }
 
+int ompi_osc_gpuic_peer_first_off_node(ompi_osc_gpuic_module_t *module)
+{
+    int i, n = ompi_comm_size(module->comm);
+
+    for (i = 0; i < n; ++i) {
+        if (!ompi_osc_gpuic_peer_on_node(module, i)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
 static int ompi_osc_gpuic_progress(void)
 {
     /* Registered only while windows exist, and the context outlives every window. */

@@ -69,15 +69,14 @@ bool ompi_osc_gpuic_gpu_detect(const void *base, size_t size)
 
 int ompi_osc_gpuic_gpu_register(ompi_osc_gpuic_module_t *module, gpuic_context_t *ctx)
 {
-    int n = ompi_comm_size(module->comm), i;
+    int i;
     gpuic_status_t status;
 
     if (!module->gpu || module->size == 0) {
         return OMPI_SUCCESS;
     }
-    for (i = 0; i < n && ompi_osc_gpuic_peer_on_node(module, i); ++i) {
-    }
-    if (i == n) {
+    i = ompi_osc_gpuic_peer_first_off_node(module);
+    if (i < 0) {
         return OMPI_SUCCESS; /* every peer maps the memory through CUDA IPC */
     }
     status = gpuic_mr_register_device(ctx, module->base, module->size, &module->mr);

@@ -100,13 +100,10 @@ static int ompi_osc_gpuic_agent_wait(ompi_osc_gpuic_module_t *module, uint64_t s
 
 int ompi_osc_gpuic_agent_prepare(ompi_osc_gpuic_module_t *module)
 {
-    bool wanted = mca_osc_gpuic_component.gpu_agent;
-    int i, n = ompi_comm_size(module->comm);
-
     /* peers on other nodes send their atomics to it whatever osc_gpuic_gpu_agent says */
-    for (i = 0; i < n && !wanted; ++i) {
-        wanted = !ompi_osc_gpuic_peer_on_node(module, i);
-    }
+    bool wanted = mca_osc_gpuic_component.gpu_agent ||
+                  ompi_osc_gpuic_peer_first_off_node(module) >= 0;
+
     if (!wanted || module->gpu_agent != NULL) {
         return OMPI_SUCCESS;
     }

@@ -28,13 +28,8 @@
 static int ompi_osc_gpuic_shared_check_local(ompi_osc_gpuic_module_t *module)
 {
     struct ompi_communicator_t *comm = module->comm;
-    int n = ompi_comm_size(comm), i, mine = 1, all = 0, rc;
+    int mine = ompi_osc_gpuic_peer_first_off_node(module) < 0, all = 0, rc;
 
-    for (i = 0; i < n; ++i) {
-        if (!ompi_osc_gpuic_peer_on_node(module, i)) {
-            mine = 0;
-        }
-    }
     rc = comm->c_coll->coll_allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm,
                                       comm->c_coll->coll_allreduce_module);
     if (rc != OMPI_SUCCESS) {

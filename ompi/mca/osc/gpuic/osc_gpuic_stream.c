@@ -79,14 +79,9 @@ int ompi_osc_gpuic_stream_setup(ompi_osc_gpuic_module_t *module)
     int n = ompi_comm_size(comm), i, rc;
     ompi_osc_gpuic_stream_info_t mine, *all;
     ompi_osc_gpuic_stream_state_t *st;
-    bool any_gpu = false;
 
-    /* Every process saw every peer's window kind in the creation exchange, so all of them
-     * agree on whether this collective step happens. */
-    for (i = 0; i < n; ++i) {
-        any_gpu |= module->peers[i].win.gpu != 0;
-    }
-    if (!any_gpu) {
+    /* a collective step: every process agrees on whether it happens */
+    if (!ompi_osc_gpuic_window_any_gpu(module)) {
         return OMPI_SUCCESS;
     }
     memset(&mine, 0, sizeof(mine));

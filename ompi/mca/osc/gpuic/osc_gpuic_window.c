@@ -629,8 +629,7 @@ err_destroy:
     return rc;
 }
 
-/* Whether some process's window memory is device memory (the same answer everywhere). */
-static bool ompi_osc_gpuic_window_any_gpu(const ompi_osc_gpuic_module_t *module)
+bool ompi_osc_gpuic_window_any_gpu(const ompi_osc_gpuic_module_t *module)
 {
     int i, n = ompi_comm_size(module->comm);
 
@@ -667,8 +666,8 @@ int ompi_osc_gpuic_free(struct ompi_win_t *win)
         /* Every peer's calls on the window are done: the window agent stops, and no process
          * frees or unmaps device memory before every agent has (those driver calls wait for
          * the device, and under MPS one was seen never to return while an agent's kernel was
-         * resident).  Every process decides alike: all saw every window's memory kind.  Under
-         * gpu_lock: the executor of peers' requests still knows the window. */
+         * resident).  Under gpu_lock: the executor of peers' requests still knows the
+         * window. */
         opal_mutex_lock(&module->gpu_lock);
         ompi_osc_gpuic_agent_release(module);
         opal_mutex_unlock(&module->gpu_lock);
