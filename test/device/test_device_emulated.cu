@@ -164,19 +164,23 @@ static void remote_device_calls(MPI_Win win, void *base)
  * AT_NDOUBLES doubles (me + 1 + i * 0.5), and a put of 8 ints with a signal add of 1 to
  * @p target; rc[0] the first failure. */
 __global__ void atomics_kernel(MPIX_Win_device win, int me, int target, uint64_t *olds,
-                               uint64_t *cas_old, double *dsrc, int *isrc, int *rc)
+                               uint64_t *cas_old, double *dsrc, int *isrc, int *rc,
+                               volatile uint64_t *step)
 {
     int r = MPI_SUCCESS;
 
     for (int i = 0; i < AT_ROUNDS && r == MPI_SUCCESS; ++i) {
         int64_t old = -1;
 
+        *step = 1 + i;
         r = MPIX_Fetch_and_add_device(1, &old, target, AT_COUNTER, win);
         olds[i] = (uint64_t)old;
     }
+    *step = 100;
     if (r == MPI_SUCCESS) {
         r = MPIX_Compare_and_swap_device((uint64_t)me + 1, 0, cas_old, target, AT_CAS, win);
     }
+    *step = 200;
     for (int i = 0; i < AT_NDOUBLES; ++i) {
         dsrc[i] = me + 1 + i * 0.5;
     }
@@ -187,14 +191,17 @@ __global__ void atomics_kernel(MPIX_Win_device win, int me, int target, uint64_t
     for (int i = 0; i < 8; ++i) {
         isrc[i] = value_of(me, i);
     }
+    *step = 300;
     if (r == MPI_SUCCESS) {
         r = MPIX_Put_signal_device(isrc, 8 * sizeof(int), target,
                                    AT_DATA + (MPI_Aint)me * 8 * sizeof(int), AT_SIGNAL, 1,
                                    MPIX_DEVICE_SIGNAL_ADD, win);
     }
+    *step = 400;
     if (r == MPI_SUCCESS) {
         r = MPIX_Win_flush_device(target, win);
     }
+    *step = 500;
     rc[0] = r;
 }
 
@@ -224,26 +231,41 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Prints which of remote_device_atomics' kernels still run and what this rank's window holds
- * of the counter and the signal (read on a stream of its own: the others are busy). */
-static void hang_report(void *base, const int *d_rc, cudaStream_t wait_stream)
+ * of the counter and the signal, read on a stream of its own (the others are busy) into
+ * @p words (mapped pinned memory: 2 words, 2 ints, then the atomics kernel's step in words[4];
+ * a pageable copy may wait for the device), waiting at most 2 s for the copies. */
+static void hang_report(void *base, const int *d_rc, cudaStream_t wait_stream, uint64_t *words)
 {
-    uint64_t words[2] = {0, 0};
-    int rc[2] = {-9, -9};
+    int *rc = (int *)(words + 2), copied = 0;
     cudaStream_t peek;
 
+    words[0] = words[1] = 0;
+    rc[0] = rc[1] = -9;
     CUDA_CHECK(cudaStreamCreateWithFlags(&peek, cudaStreamNonBlocking));
     CUDA_CHECK(cudaMemcpyAsync(&words[0], (char *)base + AT_COUNTER, 8, cudaMemcpyDeviceToHost,
                                peek));
     CUDA_CHECK(cudaMemcpyAsync(&words[1], (char *)base + AT_SIGNAL, 8, cudaMemcpyDeviceToHost,
                                peek));
-    CUDA_CHECK(cudaMemcpyAsync(rc, d_rc, sizeof(rc), cudaMemcpyDeviceToHost, peek));
-    CUDA_CHECK(cudaStreamSynchronize(peek));
-    fprintf(stderr, "[rank %d] after 20 s: atomics kernel %s, signal-wait kernel %s; here the "
-            "counter is %llu, the signal %llu; rc %d %d\n", rank,
+    CUDA_CHECK(cudaMemcpyAsync(rc, d_rc, 2 * sizeof(int), cudaMemcpyDeviceToHost, peek));
+    for (double t0 = MPI_Wtime(); MPI_Wtime() - t0 < 2;) {
+        if (cudaStreamQuery(peek) != cudaErrorNotReady) {
+            copied = 1;
+            break;
+        }
+    }
+    fprintf(stderr, "[rank %d] after 20 s: atomics kernel %s at step %llu (1..64: fetch-and-add, "
+            "100 compare-and-swap, 200 accumulate, 300 put-with-signal, 400 flush, 500 done), "
+            "signal-wait kernel %s; here the counter is %llu, the signal %llu; rc %d %d%s\n",
+            rank,
             cudaStreamQuery(0) == cudaErrorNotReady ? "running" : "done",
+            (unsigned long long)*(volatile uint64_t *)&words[4],
             cudaStreamQuery(wait_stream) == cudaErrorNotReady ? "running" : "done",
-            (unsigned long long)words[0], (unsigned long long)words[1], rc[0], rc[1]);
-    CUDA_CHECK(cudaStreamDestroy(peek));
+            (unsigned long long)words[0], (unsigned long long)words[1], rc[0], rc[1],
+            copied ? "" : " (the copies did not complete within 2 s: values not read)");
+    /* left to the process's end when the copies are still queued */
+    if (copied) {
+        CUDA_CHECK(cudaStreamDestroy(peek));
+    }
 }
 
 /*
@@ -261,8 +283,12 @@ static void remote_device_atomics(MPI_Win win, void *base)
     double *d_dsrc;
     MPIX_Win_device h = NULL;
     cudaStream_t wait_stream;
+    uint64_t *report = NULL, *d_step = NULL;
 
     CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
+    CUDA_CHECK(cudaHostAlloc(&report, 8 * sizeof(uint64_t), cudaHostAllocMapped));
+    memset(report, 0, 8 * sizeof(uint64_t));
+    CUDA_CHECK(cudaHostGetDevicePointer(&d_step, report + 4, 0));
     CUDA_CHECK(cudaMemset(base, 0, WIN_BYTES));
     CUDA_CHECK(cudaDeviceSynchronize());
     CUDA_CHECK(cudaMalloc(&d_olds, AT_ROUNDS * sizeof(uint64_t)));
@@ -277,7 +303,7 @@ static void remote_device_atomics(MPI_Win win, void *base)
     if (rank == target) {
         signal_wait_kernel<<<1, 1, 0, wait_stream>>>(h, nranks, (const int *)base, d_rc);
     }
-    atomics_kernel<<<1, 1>>>(h, rank, target, d_olds, d_cas, d_dsrc, d_isrc, d_rc);
+    atomics_kernel<<<1, 1>>>(h, rank, target, d_olds, d_cas, d_dsrc, d_isrc, d_rc, d_step);
     /* MPI progress while the kernels run (a target without a proxy serves calls here); after
      * 20 s, where they are, for a hang report */
     for (double t0 = MPI_Wtime(), said = 0;
@@ -286,7 +312,7 @@ static void remote_device_atomics(MPI_Win win, void *base)
         MPI_Iprobe(MPI_ANY_SOURCE, 4242, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
         if (!said && MPI_Wtime() - t0 > 20) {
             said = 1;
-            hang_report(base, d_rc, wait_stream);
+            hang_report(base, d_rc, wait_stream, report);
         }
     }
     CUDA_CHECK(cudaDeviceSynchronize());
@@ -349,6 +375,7 @@ static void remote_device_atomics(MPI_Win win, void *base)
     cudaFree(d_dsrc);
     cudaFree(d_isrc);
     cudaFree(d_rc);
+    cudaFreeHost(report);
 }
 
 /*

@@ -842,7 +842,10 @@ extern "C" __global__ void mpix_gpuic_k_agent(mpix_gpuic_agent_ring_t *ring)
             idle_since = agent_now();
             continue;
         }
-        if (agent_now() - idle_since < MPIX_GPUIC_AGENT_IDLE_NS) {
+        /* lane 0's clock decides for the warp: each lane's idle_since differs (lane 0 sets
+         * its own after the done store), and a lane that went on to the next slot's
+         * __all_sync while the others wait in the __shfl_sync below would never meet them */
+        if (!__shfl_sync(full, agent_now() - idle_since >= MPIX_GPUIC_AGENT_IDLE_NS, 0)) {
             continue;
         }
         if (lane == 0) {
