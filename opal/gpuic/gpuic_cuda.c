@@ -1,9 +1,13 @@
 /*
  * The CUDA driver API through dlopen/dlsym: no link-time dependency on libcuda.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dl_iterate_phdr */
+#endif
 #include "gpuic_cuda.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -303,16 +307,26 @@ gpuic_status_t gpuic_cuda_device_bind(int ordinal)
     return status;
 }
 
+/* dl_iterate_phdr callback: 1 for a loaded object whose file is libcuda.so[.N]. */
+static int gpuic_cuda_lib_seen(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    const char *name = info->dlpi_name, *slash;
+
+    (void)size, (void)arg;
+    if (name == NULL) {
+        return 0;
+    }
+    slash = strrchr(name, '/');
+    return strncmp(slash != NULL ? slash + 1 : name, "libcuda.so", 10) == 0;
+}
+
 gpuic_status_t gpuic_cuda_init_if_loaded(void)
 {
-    void *h;
-
-    if (__atomic_load_n(&gpuic_cuda_loaded, __ATOMIC_ACQUIRE) == 0) {
-        h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-        if (h == NULL) {
-            return GPUIC_ERR_NO_DEVICE; /* not in use here (yet) */
-        }
-        dlclose(h);
+    /* a walk of the loaded objects: dlopen(RTLD_NOLOAD) of a library that is not loaded
+     * searches the library path, which window creation would pay each time */
+    if (__atomic_load_n(&gpuic_cuda_loaded, __ATOMIC_ACQUIRE) == 0 &&
+        dl_iterate_phdr(gpuic_cuda_lib_seen, NULL) == 0) {
+        return GPUIC_ERR_NO_DEVICE; /* not in use here (yet) */
     }
     return gpuic_cuda_init();
 }
