@@ -97,9 +97,8 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
 
     /* No remote atomic executes on the window from here on. */
     ompi_osc_gpuic_gpu_exec_remove(module);
-    /* Then the window agent stops, before any mapping of peers' device memory is closed:
-     * cuIpcCloseMemHandle was seen to block for good under MPS while the agent's kernel was
-     * resident. */
+    /* Then the window agent stops, before any mapping of peers' device memory it may use is
+     * closed. */
     ompi_osc_gpuic_agent_release(module);
     /* Requests still waiting for the window's stream complete before the stream goes; then
      * mappings of peers' device memory: they are recorded in the peers array. */
@@ -168,44 +167,94 @@ static int ompi_osc_gpuic_window_agree(ompi_osc_gpuic_module_t *module, int rc)
     return worst;
 }
 
-/* Allgathers every process's blob; on return *all_p holds comm_size slots of *slot_p bytes. */
-static int ompi_osc_gpuic_blob_allgather(struct ompi_communicator_t *comm, const void *blob,
-                                         size_t len, char **all_p, size_t *slot_p)
-{
-    int n = ompi_comm_size(comm), i, rc;
-    int my_len = (int)len, *lens, slot = 0;
-    char *mine, *all;
+/* Blob bytes that travel in the first allgather of window creation; a larger blob anywhere
+ * takes a second one.  Covers a worker address and two keys of host memory transports. */
+#define OMPI_OSC_GPUIC_BLOB_INLINE 1016
 
-    lens = malloc(sizeof(int) * n);
-    if (lens == NULL) {
-        return MPI_ERR_NO_MEM;
+/* One process's record in that first allgather: its outcome of the local steps, its blob's
+ * length, and the blob where it fits. */
+typedef struct ompi_osc_gpuic_blob_rec {
+    int32_t rc;  /* 0, or the MPI error class of this process's failure */
+    int32_t len;
+    char    bytes[OMPI_OSC_GPUIC_BLOB_INLINE];
+} ompi_osc_gpuic_blob_rec_t;
+
+/*
+ * Agrees on the outcome of the local steps of window creation and allgathers every process's
+ * blob in the same collective (one more agreement and allgather only for blobs past
+ * OMPI_OSC_GPUIC_BLOB_INLINE).  Returns @p rc where this process failed, the failing peers'
+ * largest class where another one did, OMPI_SUCCESS where all succeeded, with *all_p holding
+ * comm_size slots of *slot_p bytes; every process returns success or failure alike.
+ */
+static int ompi_osc_gpuic_blob_allgather(ompi_osc_gpuic_module_t *module, int rc,
+                                         const void *blob, size_t len, char **all_p,
+                                         size_t *slot_p)
+{
+    struct ompi_communicator_t *comm = module->comm;
+    int n = ompi_comm_size(comm), i, crc, worst = 0;
+    size_t slot = 0;
+    ompi_osc_gpuic_blob_rec_t *recs = malloc(sizeof(*recs) * (n + 1)), mine;
+    char *all = NULL, *big = NULL;
+
+    memset(&mine, 0, sizeof(mine));
+    if (rc == OMPI_SUCCESS && recs == NULL) {
+        rc = MPI_ERR_NO_MEM;
     }
-    rc = comm->c_coll->coll_allgather(&my_len, 1, MPI_INT, lens, 1, MPI_INT, comm,
-                                      comm->c_coll->coll_allgather_module);
-    for (i = 0; rc == OMPI_SUCCESS && i < n; ++i) {
-        slot = lens[i] > slot ? lens[i] : slot;
+    /* MPI error classes are positive; Open MPI's internal codes negative */
+    mine.rc = rc == OMPI_SUCCESS ? 0 : rc > 0 ? rc : MPI_ERR_INTERN;
+    mine.len = rc == OMPI_SUCCESS ? (int32_t)len : 0;
+    if (rc == OMPI_SUCCESS && len <= OMPI_OSC_GPUIC_BLOB_INLINE) {
+        memcpy(mine.bytes, blob, len);
     }
-    free(lens);
-    if (rc != OMPI_SUCCESS) {
+    if (recs == NULL) {
+        /* a few KiB per process not to be had: this process cannot take part (as with any
+         * collective call that cannot allocate its buffers) */
         return rc;
     }
-    mine = calloc(1, slot);
-    all = malloc((size_t)slot * n);
-    if (mine == NULL || all == NULL) {
-        free(mine);
-        free(all);
-        return MPI_ERR_NO_MEM;
+    crc = comm->c_coll->coll_allgather(&mine, sizeof(mine), MPI_BYTE, recs, sizeof(mine),
+                                       MPI_BYTE, comm, comm->c_coll->coll_allgather_module);
+    for (i = 0; crc == OMPI_SUCCESS && i < n; ++i) {
+        worst = recs[i].rc > worst ? recs[i].rc : worst;
+        slot = (size_t)recs[i].len > slot ? (size_t)recs[i].len : slot;
     }
-    memcpy(mine, blob, len);
-    rc = comm->c_coll->coll_allgather(mine, slot, MPI_BYTE, all, slot, MPI_BYTE, comm,
-                                      comm->c_coll->coll_allgather_module);
-    free(mine);
+    if (rc != OMPI_SUCCESS || crc != OMPI_SUCCESS || worst != 0) {
+        if (rc == OMPI_SUCCESS && crc == OMPI_SUCCESS) {
+            gpuic_log(GPUIC_LOG_DEBUG, "rank %d: window %d: another process could not create "
+                      "its part (class %d)", ompi_comm_rank(comm), module->id, worst);
+        }
+        free(recs);
+        return rc != OMPI_SUCCESS ? rc : crc != OMPI_SUCCESS ? crc : worst;
+    }
+    slot = slot == 0 ? 1 : slot;
+    /* every process takes the same branch: they all saw the same lengths */
+    if (slot <= OMPI_OSC_GPUIC_BLOB_INLINE) {
+        /* the blobs move to the front of the records, in order: no slot overtakes a blob
+         * not yet moved (slot is shorter than a record) */
+        all = (char *)recs;
+        for (i = 0; i < n; ++i) {
+            memmove(all + slot * i, recs[i].bytes, recs[i].len);
+        }
+        *all_p = all;
+        *slot_p = slot;
+        return OMPI_SUCCESS;
+    }
+    free(recs);
+    all = malloc(slot * n);
+    big = calloc(1, slot);
+    rc = ompi_osc_gpuic_window_agree(module, all != NULL && big != NULL ? OMPI_SUCCESS
+                                                                        : MPI_ERR_NO_MEM);
+    if (rc == OMPI_SUCCESS) {
+        memcpy(big, blob, len);
+        rc = comm->c_coll->coll_allgather(big, (int)slot, MPI_BYTE, all, (int)slot, MPI_BYTE,
+                                          comm, comm->c_coll->coll_allgather_module);
+    }
+    free(big);
     if (rc != OMPI_SUCCESS) {
         free(all);
         return rc;
     }
     *all_p = all;
-    *slot_p = (size_t)slot;
+    *slot_p = slot;
     return OMPI_SUCCESS;
 }
 
@@ -359,33 +408,46 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
     return OMPI_SUCCESS;
 }
 
-/* all_direct holds when every process maps every peer's window (if not empty) and state;
- * state_direct when every process maps every peer's state block. */
-static int ompi_osc_gpuic_decide_direct(ompi_osc_gpuic_module_t *module)
+/*
+ * all_direct holds when every process maps every peer's window (if not empty) and state;
+ * state_direct when every process maps every peer's state block.  Agrees on @p rc in the same
+ * collective, as ompi_osc_gpuic_window_agree() does (the paths are meaningless on failure).
+ */
+static int ompi_osc_gpuic_decide_direct(ompi_osc_gpuic_module_t *module, int rc)
 {
     struct ompi_communicator_t *comm = module->comm;
-    int n = ompi_comm_size(comm), i, mine[2] = {1, 1}, all[2] = {0, 0}, rc;
+    /* maximum over the processes of: failure class, not all mapped, not all states mapped */
+    int n = ompi_comm_size(comm), i, mine[3] = {0, 0, 0}, all[3] = {0, 1, 1}, crc;
 
+    /* MPI error classes are positive; Open MPI's internal codes negative */
+    mine[0] = rc == OMPI_SUCCESS ? 0 : rc > 0 ? rc : MPI_ERR_INTERN;
     /* Attached user memory cannot be mapped by peers. */
     if (module->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
-        mine[0] = 0;
+        mine[1] = 1;
     }
-    for (i = 0; i < n; ++i) {
+    for (i = 0; rc == OMPI_SUCCESS && i < n; ++i) {
         const ompi_osc_gpuic_peer_t *peer = &module->peers[i];
 
         /* CPU atomics cannot reach device memory. */
         if (peer->win.size > 0 && (peer->win.direct == NULL || peer->win.gpu)) {
-            mine[0] = 0;
+            mine[1] = 1;
         }
         if (peer->state_direct == NULL) {
-            mine[0] = mine[1] = 0;
+            mine[1] = mine[2] = 1;
         }
     }
-    rc = comm->c_coll->coll_allreduce(mine, all, 2, MPI_INT, MPI_MIN, comm,
-                                      comm->c_coll->coll_allreduce_module);
-    module->all_direct = rc == OMPI_SUCCESS && all[0] == 1;
-    module->state_direct = rc == OMPI_SUCCESS && all[1] == 1;
-    return rc;
+    crc = comm->c_coll->coll_allreduce(mine, all, 3, MPI_INT, MPI_MAX, comm,
+                                       comm->c_coll->coll_allreduce_module);
+    module->all_direct = crc == OMPI_SUCCESS && all[1] == 0;
+    module->state_direct = crc == OMPI_SUCCESS && all[2] == 0;
+    if (rc != OMPI_SUCCESS || crc != OMPI_SUCCESS) {
+        return rc != OMPI_SUCCESS ? rc : crc;
+    }
+    if (all[0] != 0) {
+        gpuic_log(GPUIC_LOG_DEBUG, "rank %d: window %d: another process could not reach its "
+                  "peers (class %d)", ompi_comm_rank(comm), module->id, all[0]);
+    }
+    return all[0];
 }
 
 /*
@@ -579,14 +641,9 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
         rc = ompi_osc_gpuic_gpu_exec_add(module);
     }
     /* Window creation is collective and MPI gives no way to report one process's failure to
-     * the others: every process learns whether all could get their memory before the
-     * allgathers, and all fail together (nobody is left waiting in them). */
-    rc = ompi_osc_gpuic_window_agree(module, rc);
-    if (rc != OMPI_SUCCESS) {
-        free(blob);
-        goto err_destroy;
-    }
-    rc = ompi_osc_gpuic_blob_allgather(module->comm, blob, blob_len, &all, &slot);
+     * the others: every process learns with the blobs whether all could get their memory,
+     * and all fail together (nobody is left waiting in a later collective). */
+    rc = ompi_osc_gpuic_blob_allgather(module, rc, blob, blob_len, &all, &slot);
     free(blob);
     if (rc != OMPI_SUCCESS) {
         goto err_destroy;
@@ -596,12 +653,8 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     }
     free(all);
     /* A peer this process cannot reach (device memory on another node) fails here only: the
-     * others must learn it before the next collective step. */
-    rc = ompi_osc_gpuic_window_agree(module, rc);
-    if (rc != OMPI_SUCCESS) {
-        goto err_destroy;
-    }
-    rc = ompi_osc_gpuic_decide_direct(module);
+     * others learn it in the same step that settles the paths. */
+    rc = ompi_osc_gpuic_decide_direct(module, rc);
     if (rc != OMPI_SUCCESS) {
         goto err_destroy;
     }
@@ -663,15 +716,12 @@ int ompi_osc_gpuic_free(struct ompi_win_t *win)
         rc = comm->c_coll->coll_barrier(comm, comm->c_coll->coll_barrier_module);
     }
     if (rc == OMPI_SUCCESS && ompi_osc_gpuic_window_any_gpu(module)) {
-        /* Every peer's calls on the window are done: the window agent stops, and no process
-         * frees or unmaps device memory before every agent has (those driver calls wait for
-         * the device, and under MPS one was seen never to return while an agent's kernel was
-         * resident).  Under gpu_lock: the executor of peers' requests still knows the
-         * window. */
+        /* Every peer's calls on the window are done: the window agent stops before anything
+         * of the window is unmapped or freed.  Under gpu_lock: the executor of peers'
+         * requests still knows the window. */
         opal_mutex_lock(&module->gpu_lock);
         ompi_osc_gpuic_agent_release(module);
         opal_mutex_unlock(&module->gpu_lock);
-        rc = comm->c_coll->coll_barrier(comm, comm->c_coll->coll_barrier_module);
     }
     ompi_osc_gpuic_window_removed(module);
     win->w_osc_module = NULL;
