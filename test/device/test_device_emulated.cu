@@ -300,10 +300,14 @@ static void remote_device_atomics(MPI_Win win, void *base)
     CUDA_CHECK(cudaStreamCreateWithFlags(&wait_stream, cudaStreamNonBlocking));
     MPI_Win_lock_all(0, win);
     MPI_Barrier(MPI_COMM_WORLD);
+    /* The kernel that waits for the others goes last: CUDA runs kernels of different streams
+     * at the same time only where the driver gives the streams different hardware queues (MPS
+     * gives each client few), so a waiting kernel may keep a later one of another stream from
+     * starting, never an earlier one. */
+    atomics_kernel<<<1, 1>>>(h, rank, target, d_olds, d_cas, d_dsrc, d_isrc, d_rc, d_step);
     if (rank == target) {
         signal_wait_kernel<<<1, 1, 0, wait_stream>>>(h, nranks, (const int *)base, d_rc);
     }
-    atomics_kernel<<<1, 1>>>(h, rank, target, d_olds, d_cas, d_dsrc, d_isrc, d_rc, d_step);
     /* MPI progress while the kernels run (a target without a proxy serves calls here); after
      * 20 s, where they are, for a hang report */
     for (double t0 = MPI_Wtime(), said = 0;

@@ -256,17 +256,16 @@ static int ompi_osc_gpuic_component_register(void)
         "order, for comparison",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.stream_pdl);
-    mca_osc_gpuic_component.gpu_agent = false;
+    mca_osc_gpuic_component.gpu_agent = true;
     (void)mca_base_component_var_register(
         c, "gpu_agent",
-        "Also execute the small device work of this process's host calls on GPU windows it maps "
+        "Execute the small device work of this process's host calls on GPU windows it maps "
         "(puts, gets and accumulate-family calls of up to 448 bytes, compare-and-swap) with the "
         "window agent, a warp that stays resident while the calls keep it busy (it stops after "
-        "1 ms idle): a round trip through pinned memory instead of a kernel launch.  Off by "
-        "default: a cudaFree or other driver call that waits for the device, made by the "
-        "program while the agent is resident, was seen never to return (MPS, two processes on "
-        "one GPU).  The agent always executes atomics that peers on other nodes send to this "
-        "process's GPU windows, which have no other way to be atomic with device atomics",
+        "1 ms idle): a round trip through pinned memory instead of a kernel launch or a copy "
+        "per call.  false: a kernel launch or a queued copy per call.  The agent always "
+        "executes atomics that peers on other nodes send to this process's GPU windows, which "
+        "have no other way to be atomic with device atomics",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.gpu_agent);
     mca_osc_gpuic_component.cma_min_bytes = 8192;

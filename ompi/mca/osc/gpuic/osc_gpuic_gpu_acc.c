@@ -123,45 +123,26 @@ static uint32_t ompi_osc_gpuic_gpu_acc_scope(ompi_osc_gpuic_module_t *module)
     return ompi_osc_gpuic_gpu_all_same(module) ? MPIX_GPUIC_STREAM_SAME_GPU : 0;
 }
 
-/* Commits the window agent's command begun and waits for it, between acc_enter and acc_leave
- * on the target.  The caller holds module->gpu_lock. */
-static int ompi_osc_gpuic_gpu_acc_agent_call(ompi_osc_gpuic_module_t *module, int target)
-{
-    int rc = ompi_osc_gpuic_acc_enter(module, target), rc_leave;
-
-    if (rc != OMPI_SUCCESS) {
-        return rc;
-    }
-    rc = ompi_osc_gpuic_agent_call(module);
-    rc_leave = ompi_osc_gpuic_acc_leave(module, target);
-    return rc != OMPI_SUCCESS ? rc : rc_leave;
-}
-
 /*
- * Runs the kernel and waits for it, between acc_enter and acc_leave on the target.  The
- * caller holds module->gpu_lock.
+ * Runs the kernel and waits for it.  The caller holds module->gpu_lock, and has entered the
+ * target's accumulate section (ompi_osc_gpuic_acc_enter) before taking it.
  */
-static int ompi_osc_gpuic_gpu_acc_launch(ompi_osc_gpuic_module_t *module, int target,
-                                         int kernel, unsigned grid, mpix_gpuic_acc_args_t *args)
+static int ompi_osc_gpuic_gpu_acc_launch(ompi_osc_gpuic_module_t *module, int kernel,
+                                         unsigned grid, mpix_gpuic_acc_args_t *args)
 {
     void *stream = NULL;
-    int rc = ompi_osc_gpuic_gpu_stream(module, &stream), rc_leave;
+    int rc = ompi_osc_gpuic_gpu_stream(module, &stream);
     unsigned block = kernel == MPIX_GPUIC_K_HOST_CAS ? 1 : OMPI_OSC_GPUIC_GPU_ACC_THREADS;
 
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
     args->flags = ompi_osc_gpuic_gpu_acc_scope(module);
-    rc = ompi_osc_gpuic_acc_enter(module, target);
-    if (rc != OMPI_SUCCESS) {
-        return rc;
-    }
     rc = ompi_osc_gpuic_stream_launch(kernel, grid, block, stream, args);
     if (rc == OMPI_SUCCESS) {
         rc = ompi_osc_gpuic_error(gpuic_cuda_stream_synchronize(stream));
     }
-    rc_leave = ompi_osc_gpuic_acc_leave(module, target);
-    return rc != OMPI_SUCCESS ? rc : rc_leave;
+    return rc;
 }
 
 /* The kernels' element type and op for the call; false when they have none. */
@@ -212,9 +193,9 @@ static int ompi_osc_gpuic_gpu_acc_unpack(void *result, int rcount, struct ompi_d
 /*
  * A call of one run of at most MPIX_GPUIC_AGENT_INLINE bytes through the window agent: origin
  * and result in the command's inline bytes unless they are packed device memory.  The caller
- * holds module->gpu_lock.
+ * holds module->gpu_lock (and is in the target's accumulate section).
  */
-static int ompi_osc_gpuic_gpu_acc_agent(ompi_osc_gpuic_module_t *module, int target,
+static int ompi_osc_gpuic_gpu_acc_agent(ompi_osc_gpuic_module_t *module,
                                         ompi_osc_gpuic_gpu_call_t *c, const void *origin,
                                         int ocount, struct ompi_datatype_t *odt, void *result,
                                         int rcount, struct ompi_datatype_t *rdt,
@@ -245,7 +226,7 @@ static int ompi_osc_gpuic_gpu_acc_agent(ompi_osc_gpuic_module_t *module, int tar
     if (rc != OMPI_SUCCESS) {
         return rc; /* the slot stays unpublished: the next call reuses it */
     }
-    rc = ompi_osc_gpuic_gpu_acc_agent_call(module, target);
+    rc = ompi_osc_gpuic_agent_call(module);
     if (rc == OMPI_SUCCESS && rdt != NULL && c->stage_result) {
         rc = ompi_osc_gpuic_gpu_acc_unpack(result, rcount, rdt, (const char *)cmd->data, prim,
                                            nelem);
@@ -267,7 +248,7 @@ bool ompi_osc_gpuic_gpu_acc(ompi_osc_gpuic_module_t *module, int target,
     ptrdiff_t lo;
     unsigned grid;
     char *stage = NULL;
-    int rc;
+    int rc, rc_leave;
 
     if (!region->gpu || region->direct == NULL || !gpuic_cuda_available()) {
         return false;
@@ -303,14 +284,25 @@ bool ompi_osc_gpuic_gpu_acc(ompi_osc_gpuic_module_t *module, int target,
     c.stage_result = fetching && !(ompi_osc_gpuic_gpu_acc_on_device(result) &&
                                    ompi_osc_gpuic_gpu_acc_packed(rcount, rdt, c.bytes, &c.rlo));
 
-    /* From here on the call is the GPU's: every outcome is its result. */
+    /* From here on the call is the GPU's: every outcome is its result.  The target's
+     * accumulate section is entered before gpu_lock is taken: entering may wait for an origin
+     * on another node that holds the target's accumulate lock, whose request this process's
+     * executor must be able to run meanwhile (it takes gpu_lock). */
+    rc = ompi_osc_gpuic_acc_enter(module, target);
+    if (rc != OMPI_SUCCESS) {
+        free(runs.run);
+        *rc_p = rc;
+        return true;
+    }
     opal_mutex_lock(&module->gpu_lock);
     if (runs.n == 0 && c.bytes <= MPIX_GPUIC_AGENT_INLINE && mca_osc_gpuic_component.gpu_agent &&
         (((!has_origin || c.stage_origin) && (!fetching || c.stage_result)) ||
          ompi_osc_gpuic_agent_device_ready())) {
-        rc = ompi_osc_gpuic_gpu_acc_agent(module, target, &c, has_origin ? origin : NULL, ocount,
-                                          odt, result, rcount, rdt, prim, nelem);
+        rc = ompi_osc_gpuic_gpu_acc_agent(module, &c, has_origin ? origin : NULL, ocount, odt,
+                                          result, rcount, rdt, prim, nelem);
         opal_mutex_unlock(&module->gpu_lock);
+        rc_leave = ompi_osc_gpuic_acc_leave(module, target);
+        rc = rc != OMPI_SUCCESS ? rc : rc_leave;
         if (rc == OMPI_SUCCESS) {
             ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.accumulates_gpu, 1);
         }
@@ -350,13 +342,15 @@ bool ompi_osc_gpuic_gpu_acc(ompi_osc_gpuic_module_t *module, int target,
             grid = blocks < OMPI_OSC_GPUIC_GPU_ACC_BLOCKS ? (unsigned)blocks
                                                           : OMPI_OSC_GPUIC_GPU_ACC_BLOCKS;
         }
-        rc = ompi_osc_gpuic_gpu_acc_launch(module, target, MPIX_GPUIC_K_HOST_ACC, grid, &c.args);
+        rc = ompi_osc_gpuic_gpu_acc_launch(module, MPIX_GPUIC_K_HOST_ACC, grid, &c.args);
     }
     if (rc == OMPI_SUCCESS && c.stage_result) {
         rc = ompi_osc_gpuic_gpu_acc_unpack(result, rcount, rdt,
                                            (const char *)(uintptr_t)c.args.result, prim, nelem);
     }
     opal_mutex_unlock(&module->gpu_lock);
+    rc_leave = ompi_osc_gpuic_acc_leave(module, target);
+    rc = rc != OMPI_SUCCESS ? rc : rc_leave;
     free(runs.run);
     if (rc == OMPI_SUCCESS) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.accumulates_gpu, 1);
@@ -377,7 +371,7 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
     uint64_t *slot[2];
     size_t esize;
     char *words = NULL;
-    int rc, i;
+    int rc, rc_leave, i;
 
     ompi_datatype_type_size(dt, &esize);
     if (!region->gpu || region->direct == NULL || !gpuic_cuda_available() ||
@@ -401,6 +395,12 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
     on_dev[1] = ompi_osc_gpuic_gpu_acc_on_device(compare);
     on_dev[2] = ompi_osc_gpuic_gpu_acc_on_device(result);
 
+    /* entered before gpu_lock is taken, as in ompi_osc_gpuic_gpu_acc() */
+    rc = ompi_osc_gpuic_acc_enter(module, target);
+    if (rc != OMPI_SUCCESS) {
+        *rc_p = rc;
+        return true;
+    }
     opal_mutex_lock(&module->gpu_lock);
     /* three 8-byte words for origin, compare and result: the agent command's inline bytes, or
      * the stage for a launched kernel; device memory is used in place */
@@ -429,14 +429,16 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
         cmd->origin = args.origin;
         cmd->compare = args.compare;
         cmd->result = args.result;
-        rc = ompi_osc_gpuic_gpu_acc_agent_call(module, target);
+        rc = ompi_osc_gpuic_agent_call(module);
     } else if (rc == OMPI_SUCCESS) {
-        rc = ompi_osc_gpuic_gpu_acc_launch(module, target, MPIX_GPUIC_K_HOST_CAS, 1, &args);
+        rc = ompi_osc_gpuic_gpu_acc_launch(module, MPIX_GPUIC_K_HOST_CAS, 1, &args);
     }
     if (rc == OMPI_SUCCESS && args.result == (uint64_t)(uintptr_t)(words + 16)) {
         memcpy(result, words + 16, esize);
     }
     opal_mutex_unlock(&module->gpu_lock);
+    rc_leave = ompi_osc_gpuic_acc_leave(module, target);
+    rc = rc != OMPI_SUCCESS ? rc : rc_leave;
     if (rc == OMPI_SUCCESS) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.accumulates_gpu, 1);
     }
