@@ -269,8 +269,8 @@ static int ompi_osc_gpuic_acc_cma(ompi_osc_gpuic_acc_t *acc, uint64_t raddr, siz
 }
 
 /*
- * Contiguous target bytes [raddr, raddr + nelem * esize): by cross-memory copies where put and
- * get to the peer take them, else through UCX, chunks fetched, combined and written back with
+ * Contiguous target bytes [raddr, raddr + nelem * esize): by cross-memory copies where the
+ * peer takes them (osc_gpuic_cma_min_bytes not negative), else through UCX, chunks fetched, combined and written back with
  * up to OMPI_OSC_GPUIC_ACC_DEPTH in flight, then flushed.  The caller holds the target's
  * accumulate lock.
  */
@@ -290,9 +290,10 @@ static int ompi_osc_gpuic_acc_pipeline(ompi_osc_gpuic_acc_t *acc, uint64_t raddr
     if (chunk > total) {
         chunk = total;
     }
+    /* every size: a fetch and a write-back by copy finish on return, where through UCX they
+     * are two transfers and a flush */
     if (__atomic_load_n(&peer->cma_pid, __ATOMIC_RELAXED) > 0 &&
-        mca_osc_gpuic_component.cma_min_bytes >= 0 &&
-        total >= (size_t)mca_osc_gpuic_component.cma_min_bytes) {
+        mca_osc_gpuic_component.cma_min_bytes >= 0) {
         rc = ompi_osc_gpuic_acc_cma(acc, raddr, total, chunk, &status);
         if (status != GPUIC_ERR_UNSUPPORTED) {
             return rc;
