@@ -10,6 +10,8 @@
  *   osc_gpuic_active_target.c   fence, post/start/complete/wait/test
  *   osc_gpuic_passive_target.c  lock, lock_all, flush*, sync
  *   osc_gpuic_request.c         request objects of rput/rget
+ *   osc_gpuic_state.c           state-block words: locks, accumulate lock, announcements
+ *   osc_gpuic_state_pool.c      state blocks from a pool, peers' keys of it cached
  *   osc_gpuic_status.c          the one gpuic_status_t -> MPI error translation
  */
 #ifndef OMPI_OSC_GPUIC_H
@@ -227,7 +229,10 @@ typedef struct ompi_osc_gpuic_module {
      *  implied by it. */
     bool                       state_direct;
     gpuic_mr_t                 *mr;        /**< registration of the window; NULL when size is 0 */
-    gpuic_mr_t                 *state_mr;  /**< registration of the state block */
+    gpuic_mr_t                 *state_mr;  /**< registration of the state block's chunk (the
+                                                pool's, osc_gpuic_state_pool.c) */
+    uint64_t                   state_chunk; /**< that chunk, as peers know it */
+    size_t                     state_bytes; /**< the block's size (0: none) */
     ompi_osc_gpuic_state_t     *state;
     ompi_osc_gpuic_peer_t      *peers;     /**< indexed by rank in comm */
 
@@ -419,6 +424,26 @@ int ompi_osc_gpuic_acc_unlock(ompi_osc_gpuic_module_t *module, int target);
 int ompi_osc_gpuic_acc_enter(ompi_osc_gpuic_module_t *module, int target);
 /** Ends what ompi_osc_gpuic_acc_enter() began; the atomic's update is visible first. */
 int ompi_osc_gpuic_acc_leave(ompi_osc_gpuic_module_t *module, int target);
+
+/* State blocks (osc_gpuic_state_pool.c) */
+/**
+ * A zero-filled-on-request block of at least @p size bytes of shared memory for a window's
+ * state: *mr_p the registration of the chunk holding it (owned by the pool), *chunk_p the
+ * chunk's identity for peers (its address).  Thread-safe.
+ */
+int ompi_osc_gpuic_state_block_get(size_t size, gpuic_mr_t **mr_p, void **block_p,
+                                   uint64_t *chunk_p);
+/** Gives a block of ompi_osc_gpuic_state_block_get() back (NULL: nothing). */
+void ompi_osc_gpuic_state_block_put(void *block, size_t size);
+/**
+ * The key of a peer's state chunk @p chunk reached through @p ep: unpacked from @p blob the
+ * first time, the same key afterwards (owned by the pool, never destroyed by a window).
+ */
+int ompi_osc_gpuic_state_rkey_get(gpuic_ep_t *ep, uint64_t chunk, const void *blob,
+                                  gpuic_rkey_t **rkey_p);
+/** Destroys every cached key and chunk (component finalize, after every window is gone and
+ *  before the endpoints go). */
+void ompi_osc_gpuic_state_pool_finalize(void);
 
 /* Status translation (osc_gpuic_status.c) */
 int ompi_osc_gpuic_error(gpuic_status_t status);

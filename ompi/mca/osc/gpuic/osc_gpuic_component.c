@@ -374,6 +374,8 @@ static int ompi_osc_gpuic_component_finalize(void)
         c->windows = module->next;
         ompi_osc_gpuic_module_destroy(module);
     }
+    /* the pool's keys go before the endpoints they were unpacked on */
+    ompi_osc_gpuic_state_pool_finalize();
     rc = opal_hash_table_get_first_key_uint64(&c->endpoints, &key, &value, &node);
     while (rc == OPAL_SUCCESS) {
         gpuic_ep_destroy(value);

@@ -24,6 +24,7 @@ typedef struct ompi_osc_gpuic_wininfo {
     uint64_t base;
     uint64_t size;
     uint64_t state_addr;
+    uint64_t state_chunk;    /* the pool chunk holding the state block (osc_gpuic_state_pool.c) */
     int32_t  disp_unit;
     uint32_t address_len;
     uint32_t serve_address_len; /* where device queues of peers connect (see ...peer_setup) */
@@ -110,7 +111,7 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
         ompi_osc_gpuic_dynamic_cleanup(module);
         for (i = 0; i < n; ++i) {
             gpuic_rkey_destroy(module->peers[i].win.rkey);
-            gpuic_rkey_destroy(module->peers[i].state_rkey);
+            /* state_rkey is the pool's */
             free(module->peers[i].address);
             free(module->peers[i].rkey_blob);
         }
@@ -121,7 +122,7 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
     free(module->post_ranks);
     free(module->posts_seen);
     free(module->completes_seen);
-    gpuic_mr_deregister(module->state_mr);
+    ompi_osc_gpuic_state_block_put(module->state, module->state_bytes);
     gpuic_mr_deregister(module->mr);
     ompi_osc_gpuic_shared_release(module);
     if (module->comm != NULL) {
@@ -294,6 +295,7 @@ static int ompi_osc_gpuic_blob_build(ompi_osc_gpuic_module_t *module, gpuic_cont
     info.base = (uint64_t)(uintptr_t)module->base;
     info.size = module->size;
     info.state_addr = (uint64_t)(uintptr_t)module->state;
+    info.state_chunk = module->state_chunk;
     info.disp_unit = module->disp_unit;
     ompi_osc_gpuic_cma_publish(&info.pid, &info.cma_token_addr, &info.cma_token);
     info.address_len = (uint32_t)address_len;
@@ -370,10 +372,13 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
         status = gpuic_rkey_unpack(peer->ep, rkey, &peer->win.rkey);
     }
     if (status == GPUIC_OK) {
-        status = gpuic_rkey_unpack(peer->ep, state_rkey, &peer->state_rkey);
     }
     if (status != GPUIC_OK) {
         return ompi_osc_gpuic_error(status);
+    }
+    rc = ompi_osc_gpuic_state_rkey_get(peer->ep, info.state_chunk, state_rkey, &peer->state_rkey);
+    if (rc != OMPI_SUCCESS) {
+        return rc;
     }
     if (info.gpu) {
         /* Device memory: reached through CUDA IPC (host copies or device code). */
@@ -607,9 +612,19 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
         break;
     }
     if (rc == OMPI_SUCCESS && status == GPUIC_OK) {
-        status = gpuic_mr_allocate(ctx, ompi_osc_gpuic_state_size(n), &module->state_mr);
-        what = "shared memory for the window's state";
-        nomem_bytes = ompi_osc_gpuic_state_size(n);
+        void *block = NULL;
+
+        rc = ompi_osc_gpuic_state_block_get(ompi_osc_gpuic_state_size(n), &module->state_mr,
+                                            &block, &module->state_chunk);
+        if (rc == OMPI_SUCCESS) {
+            module->state = block;
+            module->state_bytes = ompi_osc_gpuic_state_size(n);
+        } else if (rc == MPI_ERR_NO_MEM) {
+            ompi_osc_gpuic_window_log_nomem(module, "shared memory for the window's state",
+                                            ompi_osc_gpuic_state_size(n),
+                                            "free memory, or raise the shared-memory limits "
+                                            "(/dev/shm size, kernel.shmmax)");
+        }
     }
     if (rc == OMPI_SUCCESS && status != GPUIC_OK) {
         rc = ompi_osc_gpuic_error(status);
@@ -621,8 +636,7 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
         }
     }
     if (rc == OMPI_SUCCESS) {
-        module->state = gpuic_mr_address(module->state_mr);
-        memset(module->state, 0, ompi_osc_gpuic_state_size(n));
+        memset(module->state, 0, module->state_bytes);
         module->peers = calloc(n, sizeof(*module->peers));
         module->start_member = calloc(n, 1);
         module->posts_seen = calloc(n, sizeof(uint64_t));
