@@ -427,9 +427,9 @@ int ompi_osc_gpuic_acc_leave(ompi_osc_gpuic_module_t *module, int target);
 
 /* State blocks (osc_gpuic_state_pool.c) */
 /**
- * A zero-filled-on-request block of at least @p size bytes of shared memory for a window's
- * state: *mr_p the registration of the chunk holding it (owned by the pool), *chunk_p the
- * chunk's identity for peers (its address).  Thread-safe.
+ * A block of at least @p size bytes of shared memory for a window's state (not cleared: a
+ * block may have served an earlier window): *mr_p the registration of the chunk holding it
+ * (owned by the pool), *chunk_p the chunk's identity for peers (its address).  Thread-safe.
  */
 int ompi_osc_gpuic_state_block_get(size_t size, gpuic_mr_t **mr_p, void **block_p,
                                    uint64_t *chunk_p);

@@ -270,9 +270,9 @@ static int ompi_osc_gpuic_acc_cma(ompi_osc_gpuic_acc_t *acc, uint64_t raddr, siz
 
 /*
  * Contiguous target bytes [raddr, raddr + nelem * esize): by cross-memory copies where the
- * peer takes them (osc_gpuic_cma_min_bytes not negative), else through UCX, chunks fetched, combined and written back with
- * up to OMPI_OSC_GPUIC_ACC_DEPTH in flight, then flushed.  The caller holds the target's
- * accumulate lock.
+ * peer takes them (osc_gpuic_cma_min_bytes not negative), else through UCX, chunks fetched,
+ * combined and written back with up to OMPI_OSC_GPUIC_ACC_DEPTH in flight, then flushed.  The
+ * caller holds the target's accumulate lock.
  */
 static int ompi_osc_gpuic_acc_pipeline(ompi_osc_gpuic_acc_t *acc, uint64_t raddr)
 {

@@ -58,9 +58,8 @@ static int ompi_osc_gpuic_state_class(size_t size)
 static int ompi_osc_gpuic_state_carve(int c, ompi_osc_gpuic_state_chunk_t **chunk_p,
                                       void **block_p)
 {
-    ompi_osc_gpuic_state_chunk_t *ch = ompi_osc_gpuic_state_pool.n > 0
-                                           ? &ompi_osc_gpuic_state_pool.chunk[ompi_osc_gpuic_state_pool.n - 1]
-                                           : NULL;
+    int last = ompi_osc_gpuic_state_pool.n - 1;
+    ompi_osc_gpuic_state_chunk_t *ch = last >= 0 ? &ompi_osc_gpuic_state_pool.chunk[last] : NULL;
     size_t bytes = (size_t)1 << c;
     gpuic_status_t status;
 

@@ -142,6 +142,13 @@ static void ompi_osc_gpuic_window_log_nomem(ompi_osc_gpuic_module_t *module, con
               ompi_comm_rank(module->comm), module->id, what, bytes, remedy);
 }
 
+/* The value a process contributes to an agreement on @p rc: 0 for success, else an MPI error
+ * class (positive; Open MPI's internal codes are negative and count as MPI_ERR_INTERN). */
+static int ompi_osc_gpuic_window_class(int rc)
+{
+    return rc == OMPI_SUCCESS ? 0 : rc > 0 ? rc : MPI_ERR_INTERN;
+}
+
 /*
  * Agrees on the outcome of the local steps of window creation: returns @p rc where this
  * process failed, MPI_ERR_NO_MEM (or the failing peers' largest class) where another one did,
@@ -150,8 +157,7 @@ static void ompi_osc_gpuic_window_log_nomem(ompi_osc_gpuic_module_t *module, con
 static int ompi_osc_gpuic_window_agree(ompi_osc_gpuic_module_t *module, int rc)
 {
     struct ompi_communicator_t *comm = module->comm;
-    /* MPI error classes are positive; Open MPI's internal codes negative */
-    int mine = rc == OMPI_SUCCESS ? 0 : rc > 0 ? rc : MPI_ERR_INTERN, worst = 0, crc;
+    int mine = ompi_osc_gpuic_window_class(rc), worst = 0, crc;
 
     crc = comm->c_coll->coll_allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm,
                                        comm->c_coll->coll_allreduce_module);
@@ -201,8 +207,7 @@ static int ompi_osc_gpuic_blob_allgather(ompi_osc_gpuic_module_t *module, int rc
     if (rc == OMPI_SUCCESS && recs == NULL) {
         rc = MPI_ERR_NO_MEM;
     }
-    /* MPI error classes are positive; Open MPI's internal codes negative */
-    mine.rc = rc == OMPI_SUCCESS ? 0 : rc > 0 ? rc : MPI_ERR_INTERN;
+    mine.rc = ompi_osc_gpuic_window_class(rc);
     mine.len = rc == OMPI_SUCCESS ? (int32_t)len : 0;
     if (rc == OMPI_SUCCESS && len <= OMPI_OSC_GPUIC_BLOB_INLINE) {
         memcpy(mine.bytes, blob, len);
@@ -371,8 +376,6 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
     if (info.rkey_len > 0) {
         status = gpuic_rkey_unpack(peer->ep, rkey, &peer->win.rkey);
     }
-    if (status == GPUIC_OK) {
-    }
     if (status != GPUIC_OK) {
         return ompi_osc_gpuic_error(status);
     }
@@ -424,8 +427,7 @@ static int ompi_osc_gpuic_decide_direct(ompi_osc_gpuic_module_t *module, int rc)
     /* maximum over the processes of: failure class, not all mapped, not all states mapped */
     int n = ompi_comm_size(comm), i, mine[3] = {0, 0, 0}, all[3] = {0, 1, 1}, crc;
 
-    /* MPI error classes are positive; Open MPI's internal codes negative */
-    mine[0] = rc == OMPI_SUCCESS ? 0 : rc > 0 ? rc : MPI_ERR_INTERN;
+    mine[0] = ompi_osc_gpuic_window_class(rc);
     /* Attached user memory cannot be mapped by peers. */
     if (module->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
         mine[1] = 1;
@@ -514,7 +516,6 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     gpuic_context_t *ctx;
     gpuic_status_t status = GPUIC_OK;
     const char *what = "window memory";
-    size_t nomem_bytes = size;
     char *blob = NULL, *all = NULL;
     size_t blob_len = 0, slot = 0;
     char name[MPI_MAX_OBJECT_NAME];
@@ -612,16 +613,16 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
         break;
     }
     if (rc == OMPI_SUCCESS && status == GPUIC_OK) {
+        size_t bytes = ompi_osc_gpuic_state_size(n);
         void *block = NULL;
 
-        rc = ompi_osc_gpuic_state_block_get(ompi_osc_gpuic_state_size(n), &module->state_mr,
-                                            &block, &module->state_chunk);
+        rc = ompi_osc_gpuic_state_block_get(bytes, &module->state_mr, &block,
+                                            &module->state_chunk);
         if (rc == OMPI_SUCCESS) {
             module->state = block;
-            module->state_bytes = ompi_osc_gpuic_state_size(n);
+            module->state_bytes = bytes;
         } else if (rc == MPI_ERR_NO_MEM) {
-            ompi_osc_gpuic_window_log_nomem(module, "shared memory for the window's state",
-                                            ompi_osc_gpuic_state_size(n),
+            ompi_osc_gpuic_window_log_nomem(module, "shared memory for the window's state", bytes,
                                             "free memory, or raise the shared-memory limits "
                                             "(/dev/shm size, kernel.shmmax)");
         }
@@ -629,7 +630,7 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     if (rc == OMPI_SUCCESS && status != GPUIC_OK) {
         rc = ompi_osc_gpuic_error(status);
         if (status == GPUIC_ERR_NO_MEMORY) {
-            ompi_osc_gpuic_window_log_nomem(module, what, nomem_bytes,
+            ompi_osc_gpuic_window_log_nomem(module, what, size,
                                             "free memory, ask for less, or raise the locked-"
                                             "memory limit (ulimit -l) and the shared-memory "
                                             "limits (/dev/shm size, kernel.shmmax)");
