@@ -2,9 +2,13 @@
  * nvshmem_bench: the NVSHMEM peer of device_bench, same measures, same output format, so the
  * two run side by side (contrib/bench/run-device-bench.sh).  Two PEs bootstrapped over MPI.
  * Built only where NVSHMEM is installed (-DNVSHMEM_BENCH_NO_ATOMICS leaves the fetch-add row
- * out, for installs whose device library lacks the typed atomics):
+ * out, for installs whose device library lacks the typed atomics or transports that lack
+ * them):
  *   nvcc -arch=sm_90 -rdc=true -I$NVSHMEM/include nvshmem_bench.cu -L$NVSHMEM/lib \
  *        -lnvshmem_host -lnvshmem_device -lcuda $(mpicc --showme:link)
+ * Options: --iters N, --csv FILE, --max-bytes N (as device_bench), --label NAME (component
+ * column, default nvshmem), --no-signal (no ping-pong), --rate-per N (puts per thread in the
+ * message-rate rows, default 64).
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -20,10 +24,11 @@
 
 static int rank;
 static FILE *csv;
+static const char *label = "nvshmem"; /* --label: the component column of the rows */
 
 static void row(const char *measure, size_t size, double value, const char *unit)
 {
-    if (rank == 0) nvshmem_peer_row(csv, "nvshmem", measure, size, value, unit);
+    if (rank == 0) nvshmem_peer_row(csv, label, measure, size, value, unit);
 }
 
 __device__ static inline uint64_t now_ns(void)
@@ -114,7 +119,8 @@ static uint64_t read_ns(uint64_t *d)
 
 int main(int argc, char **argv)
 {
-    int nranks, iters = 20000;
+    int nranks, iters = 20000, rate_per = 64;
+    bool signals = true;
     size_t max_bytes = 16u << 20, sym_bytes;
     const char *csv_path = NULL;
 
@@ -126,6 +132,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
         else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc)
             max_bytes = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--label") && i + 1 < argc) label = argv[++i];
+        /* --no-signal: no put-with-signal ping-pong (remote transports without atomics abort
+         * on the signal) */
+        else if (!strcmp(argv[i], "--no-signal")) signals = false;
+        /* --rate-per N: puts per thread in the message-rate rows (a slow transport: fewer) */
+        else if (!strcmp(argv[i], "--rate-per") && i + 1 < argc) rate_per = atoi(argv[++i]);
     }
     /* the ping-pong uses the 16th MiB; --max-bytes (largest put_bw size, as device_bench's)
      * only ever grows the heap */
@@ -162,13 +174,15 @@ int main(int argc, char **argv)
 #endif
     }
     nvshmem_barrier_all();
-    k_pingpong<<<1, 1>>>(sym + (15u << 20), sig, rank, iters, d_src, d_ns);
-    row("pingpong_signal", 8, read_ns(d_ns) / (double)iters / 2 / 1e3, "us");
-    nvshmem_barrier_all();
+    if (signals) {
+        k_pingpong<<<1, 1>>>(sym + (15u << 20), sig, rank, iters, d_src, d_ns);
+        row("pingpong_signal", 8, read_ns(d_ns) / (double)iters / 2 / 1e3, "us");
+        nvshmem_barrier_all();
+    }
     if (rank == 0) {
         int shapes[][2] = {{1, 32}, {8, 256}, {132, 256}, {132, 1024}};
         for (int s = 0; s < 4; ++s) {
-            int blocks = shapes[s][0], threads = shapes[s][1], per = 64;
+            int blocks = shapes[s][0], threads = shapes[s][1], per = rate_per;
             cudaEvent_t e0, e1;
             float ms;
             cudaEventCreate(&e0);
