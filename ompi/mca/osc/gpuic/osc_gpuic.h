@@ -635,6 +635,14 @@ int ompi_osc_gpuic_devqueue_drain(ompi_osc_gpuic_module_t *module);
 int ompi_osc_gpuic_devqueue_quiesce(ompi_osc_gpuic_module_t *module);
 /** Logs the device queue's state once (a device wait for the proxy timed out). */
 void ompi_osc_gpuic_devqueue_report(ompi_osc_gpuic_module_t *module);
+/**
+ * Enters @p rank's sync block of the stream-triggered calls (device memory of @p len bytes at
+ * the owner's address @p base, UCX key @p rkey_blob) into the window's device queue, so that
+ * synchronization kernels reach it through the proxy; *key_p receives its key-table key (the
+ * same one again on later calls).  MPI_ERR_UNSUPPORTED_OPERATION when the window has no queue.
+ */
+int ompi_osc_gpuic_devqueue_key_sync(ompi_osc_gpuic_module_t *module, int rank, uint64_t base,
+                                     uint64_t len, const void *rkey_blob, uint32_t *key_p);
 /** Detaches and frees the window's device queue (completing what was published). */
 void ompi_osc_gpuic_devqueue_release(ompi_osc_gpuic_module_t *module);
 /** Stops the proxy and frees its context (component finalize, after every window). */
@@ -757,8 +765,12 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
  * MPI_ERR_NO_MEM when the registry cannot grow.
  */
 int ompi_osc_gpuic_gpu_exec_add(ompi_osc_gpuic_module_t *module);
-/** Takes the window out of the executor's registry, waiting for a request executing on it;
- *  before its memory and agent go. */
+/** Registers other device memory of @p module's process with the executor, its atomics run
+ *  by the window's agent (the sync block of the stream-triggered calls); as
+ *  ompi_osc_gpuic_gpu_exec_add(). */
+int ompi_osc_gpuic_gpu_exec_add_region(ompi_osc_gpuic_module_t *module, void *base, size_t size);
+/** Takes the window and its other regions out of the executor's registry, waiting for a
+ *  request executing on them; before their memory and the agent go. */
 void ompi_osc_gpuic_gpu_exec_remove(ompi_osc_gpuic_module_t *module);
 /**
  * The remote call handler (gpuic_call_handler_t) of the component's context in processes that

@@ -42,6 +42,11 @@ typedef struct ompi_osc_gpuic_devqueue {
     gpuic_rkey_t **rkeys;      /* per rank: key unpacked on the proxy's endpoint, or NULL */
     uint32_t *keyids;          /* per rank: key-table key (valid where the rank is proxied) */
     bool *keyed;
+    /* per rank: its sync block of the stream-triggered calls, where the proxy reaches it
+     * (ompi_osc_gpuic_devqueue_key_sync): unpacked key, key-table key, whether entered */
+    gpuic_rkey_t **sync_rkeys;
+    uint32_t *sync_keyids;
+    bool *sync_keyed;
     int nranks;
     bool attached;             /* the proxy drains the ring */
     void *self_mapped;         /* our own host window registered for device loads by us (NULL:
@@ -101,6 +106,19 @@ static int ompi_osc_gpuic_proxy_get(gpuic_proxy_t **proxy_p)
     return ompi_osc_gpuic_error(status);
 }
 
+/* The proxy's endpoint to @p rank (its serving worker), on the proxy's context: the caller
+ * has paused the proxy thread. */
+static gpuic_status_t ompi_osc_gpuic_devqueue_ep(ompi_osc_gpuic_module_t *module, int rank,
+                                                 gpuic_ep_t **ep_p)
+{
+    ompi_osc_gpuic_peer_t *peer = &module->peers[rank];
+
+    return ompi_osc_gpuic_endpoint_lookup(&mca_osc_gpuic_component.proxy_endpoints,
+                                          mca_osc_gpuic_component.proxy_ctx,
+                                          ompi_comm_peer_lookup(module->comm, rank),
+                                          peer->address, peer->address_len, ep_p);
+}
+
 /*
  * Enters @p rank's window into the queue's key table, as @p direct says: through UCX on the
  * proxy context (GPUIC_KEYTABLE_DIRECT_NONE), or through this process's mapping of it, device
@@ -131,11 +149,7 @@ static int ompi_osc_gpuic_devqueue_key(ompi_osc_gpuic_module_t *module,
         } else {
             e.remote_base = peer->win.base; /* for its UCX atomics */
         }
-        /* on the proxy's context: the caller has paused the proxy thread */
-        status = ompi_osc_gpuic_endpoint_lookup(&mca_osc_gpuic_component.proxy_endpoints,
-                                                mca_osc_gpuic_component.proxy_ctx,
-                                                ompi_comm_peer_lookup(module->comm, rank),
-                                                peer->address, peer->address_len, &e.ep);
+        status = ompi_osc_gpuic_devqueue_ep(module, rank, &e.ep);
         if (status == GPUIC_OK) {
             status = gpuic_rkey_unpack(e.ep, peer->rkey_blob, &q->rkeys[rank]);
         }
@@ -180,10 +194,14 @@ static int ompi_osc_gpuic_devqueue_alloc(ompi_osc_gpuic_module_t *module,
     q->rkeys = calloc((size_t)n, sizeof(*q->rkeys));
     q->keyids = calloc((size_t)n, sizeof(*q->keyids));
     q->keyed = calloc((size_t)n, sizeof(*q->keyed));
+    q->sync_rkeys = calloc((size_t)n, sizeof(*q->sync_rkeys));
+    q->sync_keyids = calloc((size_t)n, sizeof(*q->sync_keyids));
+    q->sync_keyed = calloc((size_t)n, sizeof(*q->sync_keyed));
     q->block_len = ring_len + OMPI_OSC_GPUIC_DONE_LINE + (size_t)slots * stage +
                    (size_t)slots * sizeof(uint64_t);
     q->block = ompi_osc_gpuic_pages_alloc(q->block_len);
-    if (q->rkeys == NULL || q->keyids == NULL || q->keyed == NULL || q->block == NULL) {
+    if (q->rkeys == NULL || q->keyids == NULL || q->keyed == NULL || q->sync_rkeys == NULL ||
+        q->sync_keyids == NULL || q->sync_keyed == NULL || q->block == NULL) {
         gpuic_log(GPUIC_LOG_ERROR, "cannot allocate the %zu-byte device queue of window %d "
                   "(lower osc_gpuic_device_queue_slots or osc_gpuic_device_stage_bytes)",
                   q->block_len, module->id);
@@ -204,7 +222,8 @@ static int ompi_osc_gpuic_devqueue_alloc(ompi_osc_gpuic_module_t *module,
      * (mpix_gpuic_device_proxy.cuh) */
     (void)gpuic_ring_create_tagged_at(q->block, ring_len, slots, (uint32_t)module->id, &q->ring);
     if (q->ring == NULL ||
-        gpuic_keytable_create((uint32_t)(n < 65536 ? n : 65536), &q->keys) != GPUIC_OK ||
+        /* a window and a sync block per rank */
+        gpuic_keytable_create((uint32_t)(n < 32768 ? 2 * n : 65536), &q->keys) != GPUIC_OK ||
         gpuic_cmpl_create((uint32_t)n, &q->cmpl) != GPUIC_OK) {
         return MPI_ERR_NO_MEM;
     }
@@ -368,6 +387,46 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
     return OMPI_SUCCESS;
 }
 
+int ompi_osc_gpuic_devqueue_key_sync(ompi_osc_gpuic_module_t *module, int rank, uint64_t base,
+                                     uint64_t len, const void *rkey_blob, uint32_t *key_p)
+{
+    ompi_osc_gpuic_devqueue_t *q = module->devq;
+    gpuic_keytable_entry_t e = {0};
+    gpuic_status_t status;
+
+    if (q == NULL || !q->attached) {
+        return MPI_ERR_UNSUPPORTED_OPERATION;
+    }
+    if (q->sync_keyed[rank]) {
+        *key_p = q->sync_keyids[rank];
+        return OMPI_SUCCESS;
+    }
+    e.target = (uint32_t)rank;
+    e.base = base;
+    e.len = len;
+    e.direct = GPUIC_KEYTABLE_DIRECT_NONE;
+    e.device_memory = 1; /* its fetch-and-adds go to the owner's agent (lock_all) */
+    gpuic_proxy_pause(mca_osc_gpuic_component.proxy);
+    status = ompi_osc_gpuic_devqueue_ep(module, rank, &e.ep);
+    if (status == GPUIC_OK) {
+        status = gpuic_rkey_unpack(e.ep, rkey_blob, &q->sync_rkeys[rank]);
+    }
+    if (status == GPUIC_OK) {
+        e.rkey = q->sync_rkeys[rank];
+        status = gpuic_keytable_insert(q->keys, &e, &q->sync_keyids[rank]);
+    }
+    gpuic_proxy_resume(mca_osc_gpuic_component.proxy);
+    if (status != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "rank %d: device queue of window %d cannot reach the sync "
+                  "block of rank %d: %s", ompi_osc_gpuic_rank(module), module->id, rank,
+                  gpuic_status_string(status));
+        return ompi_osc_gpuic_error(status);
+    }
+    q->sync_keyed[rank] = true;
+    *key_p = q->sync_keyids[rank];
+    return OMPI_SUCCESS;
+}
+
 int ompi_osc_gpuic_devqueue_drain(ompi_osc_gpuic_module_t *module)
 {
     ompi_osc_gpuic_devqueue_t *q = module->devq;
@@ -497,6 +556,12 @@ void ompi_osc_gpuic_devqueue_release(ompi_osc_gpuic_module_t *module)
         if (q->rkeys != NULL) {
             gpuic_rkey_destroy(q->rkeys[i]);
         }
+        if (q->sync_keyed != NULL && q->sync_keyed[i]) {
+            (void)gpuic_keytable_remove(q->keys, q->sync_keyids[i]);
+        }
+        if (q->sync_rkeys != NULL) {
+            gpuic_rkey_destroy(q->sync_rkeys[i]);
+        }
     }
     if (c->proxy != NULL) {
         gpuic_proxy_resume(c->proxy);
@@ -514,6 +579,9 @@ void ompi_osc_gpuic_devqueue_release(ompi_osc_gpuic_module_t *module)
     free(q->rkeys);
     free(q->keyids);
     free(q->keyed);
+    free(q->sync_rkeys);
+    free(q->sync_keyids);
+    free(q->sync_keyed);
     free(q);
     module->devq = NULL;
 }

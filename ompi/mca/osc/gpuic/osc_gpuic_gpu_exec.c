@@ -49,14 +49,12 @@ static struct {
     size_t                     n, max;
 } ompi_osc_gpuic_exec = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
 
-int ompi_osc_gpuic_gpu_exec_add(ompi_osc_gpuic_module_t *module)
+/* Enters [base, base + size) of @p module's device memory into the registry. */
+static int ompi_osc_gpuic_exec_insert(ompi_osc_gpuic_module_t *module, uint64_t base,
+                                      uint64_t size)
 {
-    int rc = OMPI_SUCCESS;
+    int rc = ompi_osc_gpuic_agent_prepare(module);
 
-    if (!module->gpu || module->size == 0 || module->base == NULL) {
-        return OMPI_SUCCESS;
-    }
-    rc = ompi_osc_gpuic_agent_prepare(module);
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
@@ -76,20 +74,34 @@ int ompi_osc_gpuic_gpu_exec_add(ompi_osc_gpuic_module_t *module)
         ompi_osc_gpuic_exec_win_t *w = &ompi_osc_gpuic_exec.win[ompi_osc_gpuic_exec.n++];
 
         w->module = module;
-        w->base = (uint64_t)(uintptr_t)module->base;
-        w->size = module->size;
+        w->base = base;
+        w->size = size;
     }
     pthread_mutex_unlock(&ompi_osc_gpuic_exec.lock);
     return rc;
 }
 
+int ompi_osc_gpuic_gpu_exec_add(ompi_osc_gpuic_module_t *module)
+{
+    if (!module->gpu || module->size == 0 || module->base == NULL) {
+        return OMPI_SUCCESS;
+    }
+    return ompi_osc_gpuic_exec_insert(module, (uint64_t)(uintptr_t)module->base, module->size);
+}
+
+int ompi_osc_gpuic_gpu_exec_add_region(ompi_osc_gpuic_module_t *module, void *base, size_t size)
+{
+    return ompi_osc_gpuic_exec_insert(module, (uint64_t)(uintptr_t)base, size);
+}
+
 void ompi_osc_gpuic_gpu_exec_remove(ompi_osc_gpuic_module_t *module)
 {
     pthread_mutex_lock(&ompi_osc_gpuic_exec.lock);
-    for (size_t i = 0; i < ompi_osc_gpuic_exec.n; ++i) {
+    for (size_t i = 0; i < ompi_osc_gpuic_exec.n;) {
         if (ompi_osc_gpuic_exec.win[i].module == module) {
             ompi_osc_gpuic_exec.win[i] = ompi_osc_gpuic_exec.win[--ompi_osc_gpuic_exec.n];
-            break;
+        } else {
+            ++i;
         }
     }
     if (ompi_osc_gpuic_exec.n == 0) {

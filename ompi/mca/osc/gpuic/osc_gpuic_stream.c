@@ -3,8 +3,10 @@
  *
  *  - per GPU window, a sync block in device memory per process (layout in
  *    mpix_gpuic_stream_layout.h), exported to same-node peers through CUDA IPC like the window
- *    memory, and a device handle describing the blocks as a byte-addressed window, so that the
- *    synchronization kernels reach them with the device API;
+ *    memory and, where some process has peers on other nodes, registered with UCX for them
+ *    (reached through the window's device queue and the proxy), and a device handle
+ *    describing the blocks as a byte-addressed window, so that the synchronization kernels
+ *    reach them with the device API;
  *  - a host copy of what the window's device handle says of each target, for the checks made
  *    at enqueue time, and those checks (reach, access epoch, buffers).
  *
@@ -25,11 +27,12 @@
 /** What each process tells the others about its sync block. */
 typedef struct ompi_osc_gpuic_stream_info {
     uint32_t         valid;
-    uint32_t         reserved;
+    uint32_t         off_node; /**< it has a peer on another node (which needs UCX keys) */
+    uint64_t         addr;     /**< the block's address */
     gpuic_cuda_ipc_t ipc;
 } ompi_osc_gpuic_stream_info_t;
 
-/* Maps peer @p rank's sync block when it is on this node (other nodes: not reachable yet). */
+/* Maps peer @p rank's sync block when it is on this node (other nodes: through UCX). */
 static void ompi_osc_gpuic_stream_map_peer(ompi_osc_gpuic_module_t *module,
                                            ompi_osc_gpuic_stream_state_t *st, int rank)
 {
@@ -73,12 +76,77 @@ static bool ompi_osc_gpuic_stream_block_create(ompi_osc_gpuic_stream_state_t *st
     return ok;
 }
 
+/*
+ * The sync blocks' UCX keys, for peers on other nodes (collective): each process with a block
+ * registers it (@p have) and makes it executable for their fetch-and-adds, then every process
+ * learns every packed key; a process that could not register its block sends none, and its
+ * peers on other nodes leave it unreachable (enqueued epochs with it are refused).
+ */
+static int ompi_osc_gpuic_stream_keys_exchange(ompi_osc_gpuic_module_t *module,
+                                               ompi_osc_gpuic_stream_state_t *st, bool have)
+{
+    struct ompi_communicator_t *comm = module->comm;
+    int n = ompi_comm_size(comm), i, rc, len = 0, *lens = calloc(n, sizeof(int)),
+        *displs = calloc(n, sizeof(int));
+    void *blob = NULL;
+    size_t blob_len = 0;
+    char *all = NULL;
+    long total = 0;
+
+    if (have && gpuic_mr_register_device(mca_osc_gpuic_component.ctx, st->block,
+                                         MPIX_GPUIC_SYNC_BYTES(n), &st->mr) == GPUIC_OK &&
+        ompi_osc_gpuic_gpu_exec_add_region(module, st->block, MPIX_GPUIC_SYNC_BYTES(n)) ==
+            OMPI_SUCCESS &&
+        gpuic_mr_pack(st->mr, &blob, &blob_len) == GPUIC_OK && blob_len <= INT32_MAX) {
+        len = (int)blob_len;
+    }
+    if (lens == NULL || displs == NULL) {
+        /* as in window creation: the peers wait in the exchange, MPI has no way to tell them */
+        free(lens);
+        free(displs);
+        gpuic_mr_blob_release(blob);
+        return MPI_ERR_NO_MEM;
+    }
+    rc = comm->c_coll->coll_allgather(&len, 1, MPI_INT, lens, 1, MPI_INT, comm,
+                                      comm->c_coll->coll_allgather_module);
+    for (i = 0; rc == OMPI_SUCCESS && i < n; ++i) {
+        displs[i] = (int)total;
+        total += lens[i];
+    }
+    if (rc == OMPI_SUCCESS && total > INT32_MAX) {
+        rc = MPI_ERR_NO_MEM; /* every process computes the same total */
+    }
+    if (rc == OMPI_SUCCESS) {
+        all = malloc(total > 0 ? (size_t)total : 1);
+        /* as above: a process without the buffer cannot take part */
+        rc = all == NULL ? MPI_ERR_NO_MEM
+                         : comm->c_coll->coll_allgatherv(blob, len, MPI_BYTE, all, lens, displs,
+                                                         MPI_BYTE, comm,
+                                                         comm->c_coll->coll_allgatherv_module);
+    }
+    for (i = 0; rc == OMPI_SUCCESS && i < n; ++i) {
+        if (lens[i] > 0 && st->mapped[i] == NULL && st->valid[i] &&
+            !ompi_osc_gpuic_peer_on_node(module, i)) {
+            st->rkey_blob[i] = malloc((size_t)lens[i]);
+            if (st->rkey_blob[i] != NULL) {
+                memcpy(st->rkey_blob[i], all + displs[i], (size_t)lens[i]);
+            }
+        }
+    }
+    free(all);
+    free(lens);
+    free(displs);
+    gpuic_mr_blob_release(blob);
+    return rc;
+}
+
 int ompi_osc_gpuic_stream_setup(ompi_osc_gpuic_module_t *module)
 {
     struct ompi_communicator_t *comm = module->comm;
     int n = ompi_comm_size(comm), i, rc;
     ompi_osc_gpuic_stream_info_t mine, *all;
     ompi_osc_gpuic_stream_state_t *st;
+    bool off_node;
 
     /* a collective step: every process agrees on whether it happens */
     if (!ompi_osc_gpuic_window_any_gpu(module)) {
@@ -91,6 +159,8 @@ int ompi_osc_gpuic_stream_setup(ompi_osc_gpuic_module_t *module)
         st->ipc = calloc(n, sizeof(*st->ipc));
         st->valid = calloc(n, 1);
         st->mapped = calloc(n, sizeof(*st->mapped));
+        st->addr = calloc(n, sizeof(*st->addr));
+        st->rkey_blob = calloc(n, sizeof(*st->rkey_blob));
         st->peers = calloc(n, sizeof(*st->peers));
     }
     module->stream_state = st;
@@ -99,8 +169,10 @@ int ompi_osc_gpuic_stream_setup(ompi_osc_gpuic_module_t *module)
         return MPI_ERR_NO_MEM;
     }
     if (st != NULL && st->ipc != NULL && st->valid != NULL && st->mapped != NULL &&
-        st->peers != NULL) {
+        st->addr != NULL && st->rkey_blob != NULL && st->peers != NULL) {
         mine.valid = ompi_osc_gpuic_stream_block_create(st, n, &mine.ipc);
+        mine.addr = (uint64_t)(uintptr_t)st->block;
+        mine.off_node = ompi_osc_gpuic_peer_first_off_node(module) >= 0;
     }
     /* Collective whatever happened here: a process without a block takes part as invalid. */
     rc = comm->c_coll->coll_allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine),
@@ -109,10 +181,18 @@ int ompi_osc_gpuic_stream_setup(ompi_osc_gpuic_module_t *module)
         for (i = 0; i < n; ++i) {
             st->valid[i] = all[i].valid != 0;
             st->ipc[i] = all[i].ipc;
+            st->addr[i] = all[i].addr;
             ompi_osc_gpuic_stream_map_peer(module, st, i);
         }
     }
+    for (i = 0, off_node = false; rc == OMPI_SUCCESS && i < n; ++i) {
+        off_node = off_node || all[i].off_node != 0;
+    }
     free(all);
+    /* every process saw the same records: all take this step or none */
+    if (rc == OMPI_SUCCESS && off_node) {
+        rc = ompi_osc_gpuic_stream_keys_exchange(module, st, mine.valid != 0);
+    }
     return rc;
 }
 
@@ -134,7 +214,14 @@ void ompi_osc_gpuic_stream_cleanup(ompi_osc_gpuic_module_t *module)
     }
     gpuic_cuda_mem_free(st->sync_dev);
     gpuic_cuda_mem_free(st->blocks_dev);
+    /* the executor let go of the block with the window (ompi_osc_gpuic_gpu_exec_remove) */
+    gpuic_mr_deregister(st->mr);
     gpuic_cuda_mem_free(st->block);
+    for (i = 0; st->rkey_blob != NULL && i < n; ++i) {
+        free(st->rkey_blob[i]);
+    }
+    free(st->rkey_blob);
+    free(st->addr);
     free(st->ipc);
     free(st->valid);
     free(st->mapped);
@@ -189,11 +276,21 @@ static int ompi_osc_gpuic_stream_describe(ompi_osc_gpuic_module_t *module,
             } else {
                 all_same_gpu = false;
             }
+        } else if (st->rkey_blob[i] != NULL && data->queue != NULL &&
+                   ompi_osc_gpuic_devqueue_key_sync(module, i, st->addr[i],
+                                                    MPIX_GPUIC_SYNC_BYTES(n), st->rkey_blob[i],
+                                                    &sync->peers[i].key) == OMPI_SUCCESS) {
+            /* another node: signals are puts and lock counts fetch-and-adds through the
+             * window's device queue, executed by the proxy with UCX */
+            sync->peers[i].base = st->addr[i];
+            sync->peers[i].path = MPIX_GPUIC_DEVICE_PATH_PROXY;
+            all_same_gpu = false;
         } else {
             sync->peers[i].path = MPIX_GPUIC_DEVICE_PATH_NONE;
         }
         st->peers[i].sync_path = sync->peers[i].path;
     }
+    sync->queue = data->queue;
     /* The scope of the sync words' atomics and signals must be the same in every process:
      * device scope only when all blocks are on this GPU, as the data handle decides. */
     sync->flags = all_same_gpu ? MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU : 0;

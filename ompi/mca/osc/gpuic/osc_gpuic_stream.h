@@ -43,6 +43,11 @@ typedef struct ompi_osc_gpuic_stream_state {
     gpuic_cuda_ipc_t *ipc;        /**< per rank: its export of its block (valid[r] set) */
     uint8_t          *valid;      /**< per rank: it has a block */
     void             **mapped;    /**< per rank: our mapping of its block (ours: block) */
+    /** Peers on other nodes reach a block through UCX and the proxy: its owner's address and
+     *  packed key, per rank (NULL where it is mapped, or has no key); ours registered in mr. */
+    uint64_t         *addr;
+    void             **rkey_blob;
+    gpuic_mr_t       *mr;
     ompi_osc_gpuic_stream_peer_t *peers; /**< per rank, filled in by the description */
 
     /* The description, made on first use from the window's device handle (and again when
@@ -90,7 +95,7 @@ int ompi_osc_gpuic_stream_check_rank(const ompi_osc_gpuic_stream_state_t *st, in
 /**
  * MPI_ERR_UNSUPPORTED_OPERATION when the device cannot reach @p rank as @p reach needs: the
  * one place that refuses such targets (today those the device handles mark
- * MPIX_GPUIC_DEVICE_PATH_NONE: host-memory windows, other nodes).
+ * MPIX_GPUIC_DEVICE_PATH_NONE: dynamic windows, device memory UCX cannot reach).
  */
 int ompi_osc_gpuic_stream_check_reach(const ompi_osc_gpuic_stream_state_t *st, int rank,
                                       ompi_osc_gpuic_stream_reach_t reach);

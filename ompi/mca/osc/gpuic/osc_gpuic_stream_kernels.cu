@@ -117,15 +117,25 @@ __device__ static inline uint64_t *sync_block(const sync_args_t &a, int r)
  * Publishes @p value in word @p index of rank @p r's sync block.  Orders everything this
  * thread, and the kernels before it on the stream, wrote into any window (the producer side)
  * before the word as seen by rank r's synchronization kernel that waits on it with sync_wait
- * (the consumer side): a release store, system scope unless every block is on this GPU.  The
- * host resolved the block's address when it described the window, so this is the store alone
- * (the device API's put-with-signal would check the handle and the range on every call).
+ * (the consumer side).  A block mapped here: a release store, system scope unless every block
+ * is on this GPU; the host resolved its address when it described the window, so this is the
+ * store alone (the device API's put-with-signal would check the handle and the range on every
+ * call).  A block of another node: a 0-byte put-with-signal through the proxy, which writes the
+ * word with UCX after everything posted before it (the callers flushed the window's data to
+ * the targets first, where the epoch needs it) and after this kernel's earlier stores.
  */
 __device__ static inline void sync_signal(const sync_args_t &a, int r, size_t index,
                                           uint64_t value)
 {
-    gpuic_dev_signal_release((a.flags & MPIX_GPUIC_STREAM_SAME_GPU) != 0, sync_block(a, r) + index,
-                             value, false);
+    uint64_t *block = sync_block(a, r);
+
+    if (block == NULL) {
+        (void)MPIX_Put_signal_device(NULL, 0, r, 0, sync_disp(index), value,
+                                     MPIX_DEVICE_SIGNAL_SET, a.sync);
+        return;
+    }
+    gpuic_dev_signal_release((a.flags & MPIX_GPUIC_STREAM_SAME_GPU) != 0, block + index, value,
+                             false);
 }
 
 /*
