@@ -25,6 +25,8 @@
  *   gpuic split_flush_16_resolved   per flush of 16 puts,
  *   gpuic split_flush_empty_resolved  per flush with nothing outstanding (push + one read)
  *   gpuic pingpong_signal     put-with-signal ping-pong, one way
+ *   gpuic pingpong_payload    the same carrying SIZE bytes (8, 64, 1024, 4096) that one thread
+ *                             writes before each put and checks after each wait (GPU windows)
  *   gpuic get                 8 B get, per operation
  *   gpuic fetch_add           8 B fetch-and-add, per operation
  *   gpuic msg_rate            8 B puts from blocks x threads, then one flush each
@@ -63,6 +65,8 @@
 #define WIN_BYTES (32u << 20)
 #define SIG_OFF (WIN_BYTES - 64)
 #define DATA_OFF (WIN_BYTES - 128)
+#define PAY_OFF (WIN_BYTES - 8192) /* the payload ping-pong's words, up to 4 KiB */
+#define PAY_MAX 4096
 #define BW_DEFAULT_MAX (16u << 20) /* largest put_bw size without --max-bytes */
 
 static int rank;
@@ -229,6 +233,68 @@ __global__ void k_pingpong(MPIX_Win_device win, int me, int iters, uint64_t *buf
         }
     }
     *ns = now_ns() - t0;
+}
+
+/* Round r's payload word i from rank @p writer: every round and rank writes other bytes. */
+__device__ static inline uint64_t payload_word(int writer, int r, size_t i)
+{
+    return ((uint64_t)(writer + 1) << 56) ^ ((uint64_t)r << 24) ^ (uint64_t)i;
+}
+
+/*
+ * Put-with-signal ping-pong carrying a payload, as a program written from the man pages does
+ * it: one thread writes round r's payload into its buffer, puts it with signal r, waits for the
+ * peer's round r and checks every word the peer put into its own window; by rank, or through
+ * targets resolved once (@p resolved).  Mismatched words are counted in *bad.
+ */
+__global__ void k_pingpong_payload(MPIX_Win_device win, const uint64_t *mine, int me, int iters,
+                                   size_t bytes, bool resolved, uint64_t *src, uint64_t *bad,
+                                   uint64_t *ns)
+{
+    int peer = 1 - me;
+    size_t words = bytes / 8;
+    uint64_t errors = 0;
+    MPIX_Device_target pt, self;
+
+    if (resolved) {
+        MPIX_Win_target_device(win, peer, &pt);
+        MPIX_Win_target_device(win, me, &self);
+    }
+    uint64_t t0 = now_ns();
+    for (int r = 1; r <= iters; ++r) {
+        if (me == 1) {
+            if (resolved) {
+                MPIX_Signal_wait_until_target_device(&self, SIG_OFF, MPIX_DEVICE_CMP_GE, r, NULL);
+            } else {
+                MPIX_Signal_wait_until_device(SIG_OFF, MPIX_DEVICE_CMP_GE, r, NULL, win);
+            }
+            for (size_t i = 0; i < words; ++i) {
+                errors += mine[i] != payload_word(peer, r, i);
+            }
+        }
+        for (size_t i = 0; i < words; ++i) {
+            src[i] = payload_word(me, r, i);
+        }
+        if (resolved) {
+            MPIX_Put_signal_target_device(&pt, src, bytes, PAY_OFF, SIG_OFF, r,
+                                          MPIX_DEVICE_SIGNAL_SET);
+        } else {
+            MPIX_Put_signal_device(src, bytes, peer, PAY_OFF, SIG_OFF, r, MPIX_DEVICE_SIGNAL_SET,
+                                   win);
+        }
+        if (me == 0) {
+            if (resolved) {
+                MPIX_Signal_wait_until_target_device(&self, SIG_OFF, MPIX_DEVICE_CMP_GE, r, NULL);
+            } else {
+                MPIX_Signal_wait_until_device(SIG_OFF, MPIX_DEVICE_CMP_GE, r, NULL, win);
+            }
+            for (size_t i = 0; i < words; ++i) {
+                errors += mine[i] != payload_word(peer, r, i);
+            }
+        }
+    }
+    *ns = now_ns() - t0;
+    *bad = errors;
 }
 
 __global__ void k_rate(MPIX_Win_device win, int peer, int per_thread, const uint64_t *src)
@@ -634,6 +700,40 @@ int main(int argc, char **argv)
     k_pingpong_target<<<1, 1>>>(h, rank, iters, d_buf, d_ns);
     row(label, "pingpong_signal_resolved", 8, read_ns(d_ns) / (double)iters / 2 / 1e3, "us");
     MPI_Barrier(MPI_COMM_WORLD);
+
+    /* ping-pong with a payload written and checked every round (the window's own words are
+     * read by the kernel: GPU windows only) */
+    if (!host_window) {
+        static const size_t pay[] = {8, 64, 1024, PAY_MAX};
+        uint64_t *d_pay, *d_bad;
+
+        cudaMalloc(&d_pay, PAY_MAX);
+        cudaMalloc(&d_bad, 8);
+        for (int resolved = 0; resolved < 2; ++resolved) {
+            for (size_t k = 0; k < sizeof(pay) / sizeof(pay[0]); ++k) {
+                uint64_t bad = 0;
+
+                win_memset(base + SIG_OFF, 0, 8);
+                cudaDeviceSynchronize();
+                MPI_Barrier(MPI_COMM_WORLD);
+                k_pingpong_payload<<<1, 1>>>(h, (const uint64_t *)(base + PAY_OFF), rank, iters,
+                                             pay[k], resolved != 0, d_pay, d_bad, d_ns);
+                double us = read_ns(d_ns) / (double)iters / 2 / 1e3;
+                cudaMemcpy(&bad, d_bad, 8, cudaMemcpyDeviceToHost);
+                MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+                if (bad == 0) {
+                    row(label, resolved ? "pingpong_payload_resolved" : "pingpong_payload",
+                        pay[k], us, "us");
+                } else if (rank == 0) {
+                    printf("# %s: pingpong_payload %zu B: %llu words wrong\n", label, pay[k],
+                           (unsigned long long)bad);
+                }
+                MPI_Barrier(MPI_COMM_WORLD);
+            }
+        }
+        cudaFree(d_pay);
+        cudaFree(d_bad);
+    }
 
     /* message rate */
     if (rank == 0 && !latency_only) {

@@ -89,6 +89,35 @@ __global__ void k_pingpong(char *data, uint64_t *sig, int me, int iters, const c
     *ns = now_ns() - t0;
 }
 
+__device__ static inline uint64_t payload_word(int writer, int r, size_t i)
+{
+    return ((uint64_t)(writer + 1) << 56) ^ ((uint64_t)r << 24) ^ (uint64_t)i;
+}
+
+/* device_bench's k_pingpong_payload with NVSHMEM: one thread writes round r's payload, puts it
+ * with signal r (nvshmem_putmem_signal), waits for the peer's round r and checks every word. */
+__global__ void k_pingpong_payload(uint64_t *data, uint64_t *sig, int me, int iters, size_t bytes,
+                                   uint64_t *src, uint64_t *bad, uint64_t *ns)
+{
+    int peer = 1 - me;
+    size_t words = bytes / 8;
+    uint64_t errors = 0, t0 = now_ns();
+    for (uint64_t r = 1; r <= (uint64_t)iters; ++r) {
+        if (me == 1) {
+            nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, r);
+            for (size_t i = 0; i < words; ++i) errors += data[i] != payload_word(peer, (int)r, i);
+        }
+        for (size_t i = 0; i < words; ++i) src[i] = payload_word(me, (int)r, i);
+        nvshmem_putmem_signal(data, src, bytes, sig, r, NVSHMEM_SIGNAL_SET, peer);
+        if (me == 0) {
+            nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, r);
+            for (size_t i = 0; i < words; ++i) errors += data[i] != payload_word(peer, (int)r, i);
+        }
+    }
+    *ns = now_ns() - t0;
+    *bad = errors;
+}
+
 __global__ void k_rate(char *sym, int peer, int per_thread, const char *src)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -178,6 +207,30 @@ int main(int argc, char **argv)
         k_pingpong<<<1, 1>>>(sym + (15u << 20), sig, rank, iters, d_src, d_ns);
         row("pingpong_signal", 8, read_ns(d_ns) / (double)iters / 2 / 1e3, "us");
         nvshmem_barrier_all();
+        static const size_t pay[] = {8, 64, 1024, 4096};
+        uint64_t *d_pay, *d_bad;
+        cudaMalloc(&d_pay, 4096);
+        cudaMalloc(&d_bad, 8);
+        for (size_t k = 0; k < sizeof(pay) / sizeof(pay[0]); ++k) {
+            uint64_t bad = 0;
+            cudaMemset(sig, 0, 8);
+            cudaDeviceSynchronize();
+            nvshmem_barrier_all();
+            k_pingpong_payload<<<1, 1>>>((uint64_t *)(sym + (14u << 20)), sig, rank, iters,
+                                         pay[k], d_pay, d_bad, d_ns);
+            double us = read_ns(d_ns) / (double)iters / 2 / 1e3;
+            cudaMemcpy(&bad, d_bad, 8, cudaMemcpyDeviceToHost);
+            MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+            if (bad == 0) {
+                row("pingpong_payload", pay[k], us, "us");
+            } else if (rank == 0) {
+                printf("# %s: pingpong_payload %zu B: %llu words wrong\n", label, pay[k],
+                       (unsigned long long)bad);
+            }
+            nvshmem_barrier_all();
+        }
+        cudaFree(d_pay);
+        cudaFree(d_bad);
     }
     if (rank == 0) {
         int shapes[][2] = {{1, 32}, {8, 256}, {132, 256}, {132, 1024}};

@@ -248,41 +248,61 @@ gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint
     return status;
 }
 
+/* The status of a cross-memory copy that failed with @p err. */
+static gpuic_status_t gpuic_cma_status(int pid, int err)
+{
+    switch (err) {
+    case EPERM:
+    case ENOSYS:
+        return GPUIC_ERR_UNSUPPORTED;
+    case ESRCH:
+        return GPUIC_ERR_PEER_FAILED;
+    case EFAULT:
+        return GPUIC_ERR_OUT_OF_RANGE;
+    default:
+        gpuic_log(GPUIC_LOG_DEBUG, "cross-memory copy with process %d: %s", pid, strerror(err));
+        return GPUIC_ERR_TRANSPORT;
+    }
+}
+
 gpuic_status_t gpuic_cma_copy(int pid, void *local, uint64_t raddr, size_t len, int is_put)
 {
-    char *l = local;
+    struct iovec liov = {local, len}, riov = {(void *)(uintptr_t)raddr, len};
+
+    return gpuic_cma_copyv(pid, &liov, &riov, 1, is_put);
+}
+
+gpuic_status_t gpuic_cma_copyv(int pid, struct iovec *local, struct iovec *remote, size_t n,
+                               int is_put)
+{
     ssize_t done;
 
     /* The kernel may move less than asked (it stops at a page it cannot reach or after a
-     * large chunk): go on from where it stopped. */
-    while (len > 0) {
-        struct iovec liov = {l, len}, riov = {(void *)(uintptr_t)raddr, len};
+     * large chunk): go on from where it stopped, in both lists at once (pair i has one length
+     * on both sides). */
+    while (n > 0) {
+        size_t m = n < GPUIC_CMA_IOV_MAX ? n : GPUIC_CMA_IOV_MAX;
 
-        done = is_put ? process_vm_writev(pid, &liov, 1, &riov, 1, 0)
-                      : process_vm_readv(pid, &liov, 1, &riov, 1, 0);
-        if (done <= 0) {
-            int err = done < 0 ? errno : EFAULT;
-
-            if (err == EINTR) {
-                continue;
-            }
-            switch (err) {
-            case EPERM:
-            case ENOSYS:
-                return GPUIC_ERR_UNSUPPORTED;
-            case ESRCH:
-                return GPUIC_ERR_PEER_FAILED;
-            case EFAULT:
-                return GPUIC_ERR_OUT_OF_RANGE;
-            default:
-                gpuic_log(GPUIC_LOG_DEBUG, "cross-memory copy with process %d: %s", pid,
-                          strerror(err));
-                return GPUIC_ERR_TRANSPORT;
-            }
+        done = is_put ? process_vm_writev(pid, local, m, remote, m, 0)
+                      : process_vm_readv(pid, local, m, remote, m, 0);
+        if (done < 0 && errno == EINTR) {
+            continue;
         }
-        l += done;
-        raddr += (uint64_t)done;
-        len -= (size_t)done;
+        if (done < 0 || (done == 0 && local->iov_len > 0)) {
+            return gpuic_cma_status(pid, done < 0 ? errno : EFAULT);
+        }
+        while (n > 0 && (size_t)done >= local->iov_len) {
+            done -= (ssize_t)local->iov_len;
+            ++local;
+            ++remote;
+            --n;
+        }
+        if (done > 0) {
+            local->iov_base = (char *)local->iov_base + done;
+            local->iov_len -= (size_t)done;
+            remote->iov_base = (char *)remote->iov_base + done;
+            remote->iov_len -= (size_t)done;
+        }
     }
     return GPUIC_OK;
 }

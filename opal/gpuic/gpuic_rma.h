@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "gpuic_ep.h"
 #include "gpuic_mr.h"
@@ -118,6 +119,17 @@ gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint
  * when an address is not mapped.
  */
 gpuic_status_t gpuic_cma_copy(int pid, void *local, uint64_t raddr, size_t len, int is_put);
+
+/** Pairs of pieces one cross-memory call moves at most (the kernel's UIO_MAXIOV). */
+#define GPUIC_CMA_IOV_MAX 1024
+
+/**
+ * gpuic_cma_copy() of @p n pieces at once: piece i moves between @p local[i] and @p remote[i]
+ * (addresses in process @p pid), which must have the same length; one system call per
+ * GPUIC_CMA_IOV_MAX pieces.  Both arrays are consumed (changed) on the way.  Same statuses.
+ */
+gpuic_status_t gpuic_cma_copyv(int pid, struct iovec *local, struct iovec *remote, size_t n,
+                               int is_put);
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,10 @@
  * MPI_Put and MPI_Get with derived datatypes on the origin side, the target side and both:
  * vector, indexed, hindexed, struct, subarray, resized with a nonzero lower bound.  The expected
  * result is what MPI's own message passing makes of the same (buffer, count, datatype) pairs:
- * a send of the origin description received into the target description.
+ * a send of the origin description received into the target description.  Then one layout of
+ * 1000 pieces (more than a batch of cross-memory copies holds) both ways.  The window is
+ * MPI_Win_allocate memory, or with GPUIC_TEST_WIN_CREATE=1 MPI_Win_create memory (same-node
+ * peers: cross-memory copies, gathered per call, and whole-span reads for dense gets).
  */
 #include <stdlib.h>
 
@@ -73,8 +76,9 @@ static void expected(const double *origin, const layout_t *ol, double *target, c
 int main(int argc, char **argv)
 {
     int rank, n, peer;
-    double *base, *origin, *ref, *got;
+    double *base, *origin, *ref, *got, *created = NULL;
     MPI_Win win;
+    MPI_Datatype sparse;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -84,8 +88,15 @@ int main(int argc, char **argv)
     origin = malloc(WIN_DOUBLES * sizeof(double));
     ref = malloc(WIN_DOUBLES * sizeof(double));
     got = malloc(WIN_DOUBLES * sizeof(double));
-    MPI_Win_allocate(WIN_DOUBLES * sizeof(double), sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD,
-                     &base, &win);
+    if (getenv("GPUIC_TEST_WIN_CREATE") != NULL) {
+        base = malloc(WIN_DOUBLES * sizeof(double));
+        MPI_Win_create(base, WIN_DOUBLES * sizeof(double), sizeof(double), MPI_INFO_NULL,
+                       MPI_COMM_WORLD, &win);
+        created = base;
+    } else {
+        MPI_Win_allocate(WIN_DOUBLES * sizeof(double), sizeof(double), MPI_INFO_NULL,
+                         MPI_COMM_WORLD, &base, &win);
+    }
     CHECK(mpi_test_is_gpuic(win));
 
     for (int o = 0; o < nlayouts; ++o) {
@@ -140,8 +151,52 @@ int main(int argc, char **argv)
             CHECK(bad == 0);
         }
     }
+    /* 1000 doubles to and from every third double of the peer's window, at displacement 10 */
+    MPI_Type_vector(1000, 1, 3, MPI_DOUBLE, &sparse);
+    MPI_Type_commit(&sparse);
+    for (int i = 0; i < WIN_DOUBLES; ++i) {
+        origin[i] = rank * 3.0 + i * 0.25;
+        base[i] = -1.0;
+    }
+    MPI_Win_fence(0, win);
+    MPI_Put(origin, 1000, MPI_DOUBLE, peer, 10, 1, sparse, win);
+    MPI_Win_fence(0, win);
+    {
+        int writer = (rank + n - 1) % n, bad = 0;
+
+        for (int i = 0; i < WIN_DOUBLES; ++i) {
+            int k = (i - 10) / 3;
+            double want = i >= 10 && (i - 10) % 3 == 0 && k < 1000 ? writer * 3.0 + k * 0.25
+                                                                     : -1.0;
+            bad += base[i] != want;
+        }
+        if (bad) {
+            fprintf(stderr, "[rank %d] put of 1000 pieces: %d wrong doubles\n", rank, bad);
+        }
+        CHECK(bad == 0);
+    }
+    for (int i = 0; i < WIN_DOUBLES; ++i) {
+        base[i] = rank * 5.0 + i;
+        got[i] = -2.0;
+    }
+    MPI_Win_fence(0, win);
+    MPI_Get(got, 1000, MPI_DOUBLE, peer, 10, 1, sparse, win);
+    MPI_Win_fence(0, win);
+    {
+        int bad = 0;
+
+        for (int i = 0; i < WIN_DOUBLES; ++i) {
+            bad += got[i] != (i < 1000 ? peer * 5.0 + 10 + 3 * i : -2.0);
+        }
+        if (bad) {
+            fprintf(stderr, "[rank %d] get of 1000 pieces: %d wrong doubles\n", rank, bad);
+        }
+        CHECK(bad == 0);
+    }
+    MPI_Type_free(&sparse);
     MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
     MPI_Win_free(&win);
+    free(created);
     for (int i = 0; i < nlayouts; ++i) {
         if (layouts[i].type != MPI_DOUBLE) {
             MPI_Type_free(&layouts[i].type);

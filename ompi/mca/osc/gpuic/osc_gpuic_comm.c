@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +51,17 @@ int ompi_osc_gpuic_check_access(ompi_osc_gpuic_module_t *module, int target)
     return MPI_ERR_RMA_SYNC;
 }
 
+/* Pieces of a layout gathered for one cross-memory call (osc_gpuic_comm.c's walks). */
+#define OMPI_OSC_GPUIC_CMA_BATCH 256
+
+typedef struct ompi_osc_gpuic_cma_batch {
+    ompi_osc_gpuic_region_t *region; /* the region of every piece in it */
+    int                     pid;     /* the peer's, when the first piece was gathered */
+    size_t                  n;
+    struct iovec            local[OMPI_OSC_GPUIC_CMA_BATCH];
+    struct iovec            remote[OMPI_OSC_GPUIC_CMA_BATCH];
+} ompi_osc_gpuic_cma_batch_t;
+
 typedef struct ompi_osc_gpuic_xfer_arg {
     ompi_osc_gpuic_module_t *module;
     int                     target;
@@ -57,6 +69,9 @@ typedef struct ompi_osc_gpuic_xfer_arg {
     bool                    is_put;
     bool                    local_dev; /* the origin buffer is device memory */
     bool                    used_cma;  /* set when a piece went by cross-memory copy */
+    /* A layout's walk: pieces that go by cross-memory copy are gathered here, whatever their
+     * size, and moved by one system call per batch (NULL: each piece on its own). */
+    ompi_osc_gpuic_cma_batch_t *batch;
 } ompi_osc_gpuic_xfer_arg_t;
 
 /* A word only this process holds (its value is unlikely to sit at the same address in
@@ -198,6 +213,11 @@ static inline bool ompi_osc_gpuic_cma_takes(ompi_osc_gpuic_module_t *module,
     return true;
 }
 
+static int ompi_osc_gpuic_cma_batch_add(ompi_osc_gpuic_xfer_arg_t *x,
+                                        ompi_osc_gpuic_region_t *region, char *local,
+                                        size_t len, uint64_t raddr);
+static int ompi_osc_gpuic_xfer_block(char *a, char *b, size_t len, void *arg);
+
 /* One contiguous piece inside @p region: through the mapping when there is one, else by a
  * cross-memory copy or through UCX. */
 static int ompi_osc_gpuic_xfer_one(ompi_osc_gpuic_xfer_arg_t *x, ompi_osc_gpuic_region_t *region,
@@ -232,18 +252,20 @@ static int ompi_osc_gpuic_xfer_one(ompi_osc_gpuic_xfer_arg_t *x, ompi_osc_gpuic_
     }
     if (!x->local_dev && !region->gpu && __atomic_load_n(&peer->cma_pid, __ATOMIC_RELAXED) > 0 &&
         mca_osc_gpuic_component.cma_min_bytes >= 0 &&
-        ompi_osc_gpuic_cma_takes(x->module, peer, len)) {
+        (x->batch != NULL || ompi_osc_gpuic_cma_takes(x->module, peer, len))) {
         /* UCX operations issued to the peer before complete first, so that this copy lands
          * after them (accumulate ordering; the flush is skipped when none are pending). */
         if (__atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE) !=
             __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
             rc = ompi_osc_gpuic_peer_flush(x->module, x->target);
         }
-        status = rc == OMPI_SUCCESS ? gpuic_cma_copy(peer->cma_pid, local, raddr, len, x->is_put)
-                                    : GPUIC_OK;
         if (rc != OMPI_SUCCESS) {
             return rc;
         }
+        if (x->batch != NULL) {
+            return ompi_osc_gpuic_cma_batch_add(x, region, local, len, raddr);
+        }
+        status = gpuic_cma_copy(peer->cma_pid, local, raddr, len, x->is_put);
         if (status != GPUIC_ERR_UNSUPPORTED) {
             x->used_cma = true;
             return ompi_osc_gpuic_error(status);
@@ -262,6 +284,169 @@ static int ompi_osc_gpuic_xfer_one(ompi_osc_gpuic_xfer_arg_t *x, ompi_osc_gpuic_
      * covers it (counting first would let another thread's flush claim it too early). */
     ompi_osc_gpuic_issued_add(&peer->ucx_issued);
     ompi_osc_gpuic_issued_add(&x->module->ucx_issued);
+    return rc;
+}
+
+/*
+ * Moves the pieces gathered in x->batch with one cross-memory call per
+ * GPUIC_CMA_IOV_MAX pieces.  Where the system refuses it (a changed ptrace policy), the peer
+ * takes UCX from now on and the pieces go that way, one by one.
+ */
+static int ompi_osc_gpuic_cma_batch_issue(ompi_osc_gpuic_xfer_arg_t *x)
+{
+    ompi_osc_gpuic_cma_batch_t *b = x->batch;
+    size_t i, n = b->n;
+    gpuic_status_t status;
+    int rc = OMPI_SUCCESS;
+
+    if (n == 0) {
+        return OMPI_SUCCESS;
+    }
+    b->n = 0;
+    status = gpuic_cma_copyv(b->pid, b->local, b->remote, n, x->is_put);
+    if (status != GPUIC_ERR_UNSUPPORTED) {
+        x->used_cma = true;
+        return ompi_osc_gpuic_error(status);
+    }
+    /* refused at the first call, so nothing moved and the lists are as gathered */
+    __atomic_store_n(&x->module->peers[x->target].cma_pid, 0, __ATOMIC_RELAXED);
+    x->batch = NULL;
+    for (i = 0; i < n && rc == OMPI_SUCCESS; ++i) {
+        rc = ompi_osc_gpuic_xfer_one(x, b->region, b->local[i].iov_base, b->local[i].iov_len,
+                                     (uint64_t)(uintptr_t)b->remote[i].iov_base);
+    }
+    x->batch = b;
+    return rc;
+}
+
+/* Adds a piece to x->batch, moving the batch first when it is of another region and after
+ * when it is full. */
+static int ompi_osc_gpuic_cma_batch_add(ompi_osc_gpuic_xfer_arg_t *x,
+                                        ompi_osc_gpuic_region_t *region, char *local,
+                                        size_t len, uint64_t raddr)
+{
+    ompi_osc_gpuic_cma_batch_t *b = x->batch;
+    int rc;
+
+    if (b->n > 0 && b->region != region && (rc = ompi_osc_gpuic_cma_batch_issue(x)) !=
+                                                OMPI_SUCCESS) {
+        return rc;
+    }
+    if (b->n == 0) {
+        b->region = region;
+        b->pid = __atomic_load_n(&x->module->peers[x->target].cma_pid, __ATOMIC_RELAXED);
+    } else if ((char *)b->local[b->n - 1].iov_base + b->local[b->n - 1].iov_len == local &&
+               (uint64_t)(uintptr_t)b->remote[b->n - 1].iov_base + b->remote[b->n - 1].iov_len ==
+                   raddr) {
+        /* adjacent on both sides (the fields of a struct, say): one piece */
+        b->local[b->n - 1].iov_len += len;
+        b->remote[b->n - 1].iov_len += len;
+        return OMPI_SUCCESS;
+    }
+    b->local[b->n].iov_base = local;
+    b->local[b->n].iov_len = len;
+    b->remote[b->n].iov_base = (void *)(uintptr_t)raddr;
+    b->remote[b->n].iov_len = len;
+    return ++b->n == OMPI_OSC_GPUIC_CMA_BATCH ? ompi_osc_gpuic_cma_batch_issue(x) : OMPI_SUCCESS;
+}
+
+/* The largest span a get reads whole by one cross-memory copy (ompi_osc_gpuic_get_span). */
+#define OMPI_OSC_GPUIC_SPAN_MAX ((size_t)16 << 20)
+
+/* What ompi_osc_gpuic_get_span()'s walk needs: the span's copy and its target address. */
+typedef struct ompi_osc_gpuic_span {
+    const char *copy;
+    uint64_t   raddr;
+} ompi_osc_gpuic_span_t;
+
+/* dt_walk callback: a is the origin block, b its target address inside the span. */
+static int ompi_osc_gpuic_span_block(char *a, char *b, size_t len, void *arg)
+{
+    const ompi_osc_gpuic_span_t *sp = arg;
+
+    memcpy(a, sp->copy + ((uint64_t)(uintptr_t)b - sp->raddr), len);
+    return OMPI_SUCCESS;
+}
+
+/*
+ * A get whose target layout is dense (its span at most twice its bytes, up to
+ * OMPI_OSC_GPUIC_SPAN_MAX) from a peer that takes cross-memory copies, into host memory: one
+ * copy of the whole span, then the pieces from that copy (the gaps are read, never written).
+ * The kernel pins the peer's pages for every piece of a scattered call, which costs far more
+ * than copying gap bytes.  *done_p says whether it took the get; window memory only (the
+ * window's layout bounds were checked; a dynamic window may have holes between regions).
+ */
+static int ompi_osc_gpuic_get_span(ompi_osc_gpuic_xfer_arg_t *x, void *buf, int bcount,
+                                   struct ompi_datatype_t *bdt, uint64_t raddr, int tcount,
+                                   struct ompi_datatype_t *tdt, bool *done_p)
+{
+    ompi_osc_gpuic_peer_t *peer = &x->module->peers[x->target];
+    int pid = __atomic_load_n(&peer->cma_pid, __ATOMIC_RELAXED), rc = OMPI_SUCCESS;
+    ompi_osc_gpuic_span_t sp;
+    ptrdiff_t lo, hi;
+    size_t esize = 0, bytes, span;
+    gpuic_status_t status;
+    char *copy;
+
+    *done_p = false;
+    if (x->is_put || x->local_dev || pid <= 0 || mca_osc_gpuic_component.cma_min_bytes < 0 ||
+        x->module->flavor == MPI_WIN_FLAVOR_DYNAMIC || x->region == NULL || x->region->gpu ||
+        x->region->direct != NULL) {
+        return OMPI_SUCCESS;
+    }
+    ompi_osc_gpuic_dt_bounds(tdt, tcount, &lo, &hi);
+    (void)ompi_datatype_type_size(tdt, &esize);
+    bytes = esize * (size_t)tcount; /* no overflow: the caller checked the layout's sizes */
+    span = hi > lo ? (size_t)(hi - lo) : 0;
+    if (span == 0 || span > OMPI_OSC_GPUIC_SPAN_MAX || span / 2 > bytes ||
+        (copy = malloc(span)) == NULL) {
+        return OMPI_SUCCESS;
+    }
+    /* UCX operations issued to the peer before complete first, as for any cross-memory copy */
+    if (__atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE) !=
+        __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
+        rc = ompi_osc_gpuic_peer_flush(x->module, x->target);
+    }
+    status = rc == OMPI_SUCCESS ? gpuic_cma_copy(pid, copy, raddr + (uint64_t)lo, span, false)
+                                : GPUIC_OK;
+    if (rc == OMPI_SUCCESS && status == GPUIC_OK) {
+        sp.copy = copy;
+        sp.raddr = raddr + (uint64_t)lo;
+        rc = ompi_osc_gpuic_dt_walk(buf, bcount, bdt, (void *)(uintptr_t)raddr, tcount, tdt,
+                                    ompi_osc_gpuic_span_block, &sp);
+        x->used_cma = true;
+        *done_p = true;
+    } else if (rc == OMPI_SUCCESS && status != GPUIC_ERR_UNSUPPORTED) {
+        rc = ompi_osc_gpuic_error(status);
+        *done_p = true;
+    }
+    /* refused by the system: the walk below takes the pieces (and turns the peer to UCX) */
+    free(copy);
+    return rc;
+}
+
+/* Walks the two layouts, moving each piece with ompi_osc_gpuic_xfer(); the pieces that take
+ * cross-memory copies are gathered and moved in batches, the last one before return. */
+static int ompi_osc_gpuic_xfer_walk(ompi_osc_gpuic_xfer_arg_t *x, void *buf, int bcount,
+                                    struct ompi_datatype_t *bdt, uint64_t raddr, int tcount,
+                                    struct ompi_datatype_t *tdt)
+{
+    ompi_osc_gpuic_cma_batch_t batch;
+    bool done = false;
+    int rc;
+
+    rc = ompi_osc_gpuic_get_span(x, buf, bcount, bdt, raddr, tcount, tdt, &done);
+    if (rc != OMPI_SUCCESS || done) {
+        return rc;
+    }
+    batch.n = 0;
+    x->batch = &batch;
+    rc = ompi_osc_gpuic_dt_walk(buf, bcount, bdt, (void *)(uintptr_t)raddr, tcount, tdt,
+                                ompi_osc_gpuic_xfer_block, x);
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_cma_batch_issue(x);
+    }
+    x->batch = NULL;
     return rc;
 }
 
@@ -560,7 +745,7 @@ static inline bool ompi_osc_gpuic_rma_fast(ompi_osc_gpuic_module_t *module, bool
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_direct, len);
         *rc_p = OMPI_SUCCESS;
     } else {
-        ompi_osc_gpuic_xfer_arg_t x = {module, target, &peer->win, is_put, false, false};
+        ompi_osc_gpuic_xfer_arg_t x = {module, target, &peer->win, is_put, false, false, NULL};
 
         *rc_p = ompi_osc_gpuic_xfer(&x, origin, len, peer->win.base + offset);
         if (*rc_p != OMPI_SUCCESS) {
@@ -577,7 +762,7 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
                               int ocount, struct ompi_datatype_t *odt, int target,
                               ptrdiff_t tdisp, int tcount, struct ompi_datatype_t *tdt)
 {
-    ompi_osc_gpuic_xfer_arg_t x = {module, target, NULL, is_put, false, false};
+    ompi_osc_gpuic_xfer_arg_t x = {module, target, NULL, is_put, false, false, NULL};
     ptrdiff_t olo, ohi;
     size_t osize, tsize;
     uint64_t raddr;
@@ -621,8 +806,7 @@ static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void
         ompi_osc_gpuic_dt_bounds(tdt, tcount, &tlo, &thi);
         rc = ompi_osc_gpuic_xfer(&x, (char *)origin + olo, tsize, raddr + tlo);
     } else {
-        rc = ompi_osc_gpuic_dt_walk(origin, ocount, odt, (void *)(uintptr_t)raddr, tcount, tdt,
-                                    ompi_osc_gpuic_xfer_block, &x);
+        rc = ompi_osc_gpuic_xfer_walk(&x, origin, ocount, odt, raddr, tcount, tdt);
     }
     if (rc != OMPI_SUCCESS) {
         gpuic_log(GPUIC_LOG_ERROR, "%s to rank %d failed", is_put ? "put" : "get", target);
@@ -640,10 +824,9 @@ int ompi_osc_gpuic_rma_layout(ompi_osc_gpuic_module_t *module, int target,
                               int bcount, struct ompi_datatype_t *bdt, uint64_t raddr,
                               int tcount, struct ompi_datatype_t *tdt)
 {
-    ompi_osc_gpuic_xfer_arg_t x = {module, target, region, is_put, false, false};
+    ompi_osc_gpuic_xfer_arg_t x = {module, target, region, is_put, false, false, NULL};
 
-    return ompi_osc_gpuic_dt_walk(buf, bcount, bdt, (void *)(uintptr_t)raddr, tcount, tdt,
-                                  ompi_osc_gpuic_xfer_block, &x);
+    return ompi_osc_gpuic_xfer_walk(&x, buf, bcount, bdt, raddr, tcount, tdt);
 }
 
 int ompi_osc_gpuic_put(const void *origin_addr, int origin_count,
