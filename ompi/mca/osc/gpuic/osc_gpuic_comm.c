@@ -370,11 +370,12 @@ static int ompi_osc_gpuic_span_block(char *a, char *b, size_t len, void *arg)
 
 /*
  * A get whose target layout is dense (its span at most twice its bytes, up to
- * OMPI_OSC_GPUIC_SPAN_MAX) from a peer that takes cross-memory copies, into host memory: one
- * copy of the whole span, then the pieces from that copy (the gaps are read, never written).
- * The kernel pins the peer's pages for every piece of a scattered call, which costs far more
- * than copying gap bytes.  *done_p says whether it took the get; window memory only (the
- * window's layout bounds were checked; a dynamic window may have holes between regions).
+ * OMPI_OSC_GPUIC_SPAN_MAX) from an unmapped window, into host memory: one read of the whole
+ * span (a cross-memory copy where the peer takes them, else one UCX get completed here), then
+ * the pieces from that copy (the gaps are read, never written).  Piece by piece, the kernel
+ * pins the peer's pages for every piece, and UCX makes a round trip of each; either costs far
+ * more than reading the gap bytes.  *done_p says whether it took the get; window memory only
+ * (the window's layout bounds were checked; a dynamic window may have holes between regions).
  */
 static int ompi_osc_gpuic_get_span(ompi_osc_gpuic_xfer_arg_t *x, void *buf, int bcount,
                                    struct ompi_datatype_t *bdt, uint64_t raddr, int tcount,
@@ -389,9 +390,12 @@ static int ompi_osc_gpuic_get_span(ompi_osc_gpuic_xfer_arg_t *x, void *buf, int 
     char *copy;
 
     *done_p = false;
-    if (x->is_put || x->local_dev || pid <= 0 || mca_osc_gpuic_component.cma_min_bytes < 0 ||
-        x->module->flavor == MPI_WIN_FLAVOR_DYNAMIC || x->region == NULL || x->region->gpu ||
-        x->region->direct != NULL) {
+    if (mca_osc_gpuic_component.cma_min_bytes < 0) {
+        pid = 0;
+    }
+    if (x->is_put || x->local_dev || x->module->flavor == MPI_WIN_FLAVOR_DYNAMIC ||
+        x->region == NULL || x->region->gpu || x->region->direct != NULL ||
+        (pid <= 0 && x->region->rkey == NULL)) {
         return OMPI_SUCCESS;
     }
     ompi_osc_gpuic_dt_bounds(tdt, tcount, &lo, &hi);
@@ -407,14 +411,28 @@ static int ompi_osc_gpuic_get_span(ompi_osc_gpuic_xfer_arg_t *x, void *buf, int 
         __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
         rc = ompi_osc_gpuic_peer_flush(x->module, x->target);
     }
-    status = rc == OMPI_SUCCESS ? gpuic_cma_copy(pid, copy, raddr + (uint64_t)lo, span, false)
-                                : GPUIC_OK;
+    if (rc != OMPI_SUCCESS) {
+        status = GPUIC_OK;
+    } else if (pid > 0) {
+        status = gpuic_cma_copy(pid, copy, raddr + (uint64_t)lo, span, false);
+    } else {
+        status = gpuic_rma_get_lcc(peer->ep, copy, span, raddr + (uint64_t)lo, x->region->rkey,
+                                   &peer->lcc);
+        ompi_osc_gpuic_issued_add(&peer->ucx_issued);
+        ompi_osc_gpuic_issued_add(&x->module->ucx_issued);
+        if (status == GPUIC_OK) {
+            rc = ompi_osc_gpuic_peer_flush(x->module, x->target); /* the copy is needed now */
+        }
+        if (rc != OMPI_SUCCESS) {
+            copy = NULL; /* the get may still land in it: kept for the rest of the process */
+        }
+    }
     if (rc == OMPI_SUCCESS && status == GPUIC_OK) {
         sp.copy = copy;
         sp.raddr = raddr + (uint64_t)lo;
         rc = ompi_osc_gpuic_dt_walk(buf, bcount, bdt, (void *)(uintptr_t)raddr, tcount, tdt,
                                     ompi_osc_gpuic_span_block, &sp);
-        x->used_cma = true;
+        x->used_cma = pid > 0;
         *done_p = true;
     } else if (rc == OMPI_SUCCESS && status != GPUIC_ERR_UNSUPPORTED) {
         rc = ompi_osc_gpuic_error(status);
