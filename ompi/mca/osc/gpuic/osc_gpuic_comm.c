@@ -217,6 +217,8 @@ static int ompi_osc_gpuic_cma_batch_add(ompi_osc_gpuic_xfer_arg_t *x,
                                         ompi_osc_gpuic_region_t *region, char *local,
                                         size_t len, uint64_t raddr);
 static int ompi_osc_gpuic_xfer_block(char *a, char *b, size_t len, void *arg);
+static int ompi_osc_gpuic_xfer(ompi_osc_gpuic_xfer_arg_t *x, char *local, size_t len,
+                               uint64_t raddr);
 
 /* One contiguous piece inside @p region: through the mapping when there is one, else by a
  * cross-memory copy or through UCX. */
@@ -355,8 +357,8 @@ static int ompi_osc_gpuic_cma_batch_add(ompi_osc_gpuic_xfer_arg_t *x,
 
 /* What ompi_osc_gpuic_get_span()'s walk needs: the span's copy and its target address. */
 typedef struct ompi_osc_gpuic_span {
-    const char *copy;
-    uint64_t   raddr;
+    char     *copy;
+    uint64_t raddr;
 } ompi_osc_gpuic_span_t;
 
 /* dt_walk callback: a is the origin block, b its target address inside the span. */
@@ -366,6 +368,61 @@ static int ompi_osc_gpuic_span_block(char *a, char *b, size_t len, void *arg)
 
     memcpy(a, sp->copy + ((uint64_t)(uintptr_t)b - sp->raddr), len);
     return OMPI_SUCCESS;
+}
+
+/* dt_walk callback: the origin block a goes to its place in the copy of the target range. */
+static int ompi_osc_gpuic_pack_block(char *a, char *b, size_t len, void *arg)
+{
+    const ompi_osc_gpuic_span_t *sp = arg;
+
+    memcpy(sp->copy + ((uint64_t)(uintptr_t)b - sp->raddr), a, len);
+    return OMPI_SUCCESS;
+}
+
+/*
+ * A put from a scattered origin layout in host memory into a contiguous target range of an
+ * unmapped window (up to OMPI_OSC_GPUIC_SPAN_MAX): the origin packed here, then one piece, by
+ * cross-memory copy or UCX (completed in the call, so the packed copy can go).  *done_p says
+ * whether it took the put.
+ */
+static int ompi_osc_gpuic_put_packed(ompi_osc_gpuic_xfer_arg_t *x, void *buf, int bcount,
+                                     struct ompi_datatype_t *bdt, uint64_t raddr, int tcount,
+                                     struct ompi_datatype_t *tdt, bool *done_p)
+{
+    ompi_osc_gpuic_peer_t *peer = &x->module->peers[x->target];
+    ompi_osc_gpuic_span_t sp;
+    ptrdiff_t lo, hi;
+    uint64_t issued;
+    int rc;
+
+    *done_p = false;
+    if (!x->is_put || x->local_dev || x->module->flavor == MPI_WIN_FLAVOR_DYNAMIC ||
+        x->region == NULL || x->region->gpu || x->region->direct != NULL ||
+        !ompi_datatype_is_contiguous_memory_layout(tdt, tcount)) {
+        return OMPI_SUCCESS;
+    }
+    ompi_osc_gpuic_dt_bounds(tdt, tcount, &lo, &hi);
+    if (hi <= lo || (size_t)(hi - lo) > OMPI_OSC_GPUIC_SPAN_MAX ||
+        (sp.copy = malloc((size_t)(hi - lo))) == NULL) {
+        return OMPI_SUCCESS;
+    }
+    sp.raddr = raddr + (uint64_t)lo;
+    *done_p = true;
+    rc = ompi_osc_gpuic_dt_walk(buf, bcount, bdt, (void *)(uintptr_t)raddr, tcount, tdt,
+                                ompi_osc_gpuic_pack_block, &sp);
+    issued = __atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE);
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_xfer(x, sp.copy, (size_t)(hi - lo), sp.raddr);
+    }
+    if (__atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE) != issued) {
+        /* through UCX: complete before the copy goes (kept if it cannot be) */
+        rc = rc == OMPI_SUCCESS ? ompi_osc_gpuic_peer_flush(x->module, x->target) : rc;
+        if (rc != OMPI_SUCCESS) {
+            sp.copy = NULL;
+        }
+    }
+    free(sp.copy);
+    return rc;
 }
 
 /*
@@ -454,6 +511,9 @@ static int ompi_osc_gpuic_xfer_walk(ompi_osc_gpuic_xfer_arg_t *x, void *buf, int
     int rc;
 
     rc = ompi_osc_gpuic_get_span(x, buf, bcount, bdt, raddr, tcount, tdt, &done);
+    if (rc == OMPI_SUCCESS && !done) {
+        rc = ompi_osc_gpuic_put_packed(x, buf, bcount, bdt, raddr, tcount, tdt, &done);
+    }
     if (rc != OMPI_SUCCESS || done) {
         return rc;
     }
