@@ -31,6 +31,14 @@ static void row(const char *measure, size_t size, double value, const char *unit
     if (rank == 0) nvshmem_peer_row(csv, label, measure, size, value, unit);
 }
 
+/* Between phases: this PE's operations complete, then every PE here.  An MPI barrier rather than
+ * nvshmem_barrier_all, whose atomics abort on the UCX remote transport without GDRCopy. */
+static void pe_barrier(void)
+{
+    nvshmem_quiet();
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 __device__ static inline uint64_t now_ns(void)
 {
     uint64_t t;
@@ -188,7 +196,7 @@ int main(int argc, char **argv)
     cudaMemset(sig, 0, 64);
     cudaMemset(counter, 0, 64);
     cudaDeviceSynchronize();
-    nvshmem_barrier_all();
+    pe_barrier();
 
     if (rank == 0) {
         k_put_quiet<<<1, 1>>>(sym, peer, 100, d_src, d_ns);
@@ -202,11 +210,11 @@ int main(int argc, char **argv)
         row("fetch_add", 8, read_ns(d_ns) / (double)iters / 1e3, "us");
 #endif
     }
-    nvshmem_barrier_all();
+    pe_barrier();
     if (signals) {
         k_pingpong<<<1, 1>>>(sym + (15u << 20), sig, rank, iters, d_src, d_ns);
         row("pingpong_signal", 8, read_ns(d_ns) / (double)iters / 2 / 1e3, "us");
-        nvshmem_barrier_all();
+        pe_barrier();
         static const size_t pay[] = {8, 64, 1024, 4096};
         uint64_t *d_pay, *d_bad;
         cudaMalloc(&d_pay, 4096);
@@ -215,7 +223,7 @@ int main(int argc, char **argv)
             uint64_t bad = 0;
             cudaMemset(sig, 0, 8);
             cudaDeviceSynchronize();
-            nvshmem_barrier_all();
+            pe_barrier();
             k_pingpong_payload<<<1, 1>>>((uint64_t *)(sym + (14u << 20)), sig, rank, iters,
                                          pay[k], d_pay, d_bad, d_ns);
             double us = read_ns(d_ns) / (double)iters / 2 / 1e3;
@@ -227,7 +235,7 @@ int main(int argc, char **argv)
                 printf("# %s: pingpong_payload %zu B: %llu words wrong\n", label, pay[k],
                        (unsigned long long)bad);
             }
-            nvshmem_barrier_all();
+            pe_barrier();
         }
         cudaFree(d_pay);
         cudaFree(d_bad);
@@ -267,7 +275,7 @@ int main(int argc, char **argv)
             row("put_bw", bytes, bytes * (double)reps / (ms * 1e-3) / 1e9, "GB/s");
         }
     }
-    nvshmem_barrier_all();
+    pe_barrier();
     nvshmem_free(sym);
     nvshmem_free(sig);
     nvshmem_free(counter);
