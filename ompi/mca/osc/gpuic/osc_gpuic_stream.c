@@ -124,7 +124,8 @@ static int ompi_osc_gpuic_stream_keys_exchange(ompi_osc_gpuic_module_t *module,
                                                          MPI_BYTE, comm,
                                                          comm->c_coll->coll_allgatherv_module);
     }
-    for (i = 0; rc == OMPI_SUCCESS && i < n; ++i) {
+    /* a process without a block (none allocated, or no state) only took part */
+    for (i = 0; rc == OMPI_SUCCESS && have && i < n; ++i) {
         if (lens[i] > 0 && st->mapped[i] == NULL && st->valid[i] &&
             !ompi_osc_gpuic_peer_on_node(module, i)) {
             st->rkey_blob[i] = malloc((size_t)lens[i]);
