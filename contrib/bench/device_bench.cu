@@ -241,6 +241,25 @@ __device__ static inline uint64_t payload_word(int writer, int r, size_t i)
     return ((uint64_t)(writer + 1) << 56) ^ ((uint64_t)r << 24) ^ (uint64_t)i;
 }
 
+/* One side's receive in k_pingpong_payload: waits for the peer's round r, then counts the
+ * words of its payload (in this process's window) that are wrong. */
+__device__ static uint64_t payload_receive(MPIX_Win_device win, const MPIX_Device_target *self,
+                                           bool resolved, const uint64_t *mine, int peer, int r,
+                                           size_t words)
+{
+    uint64_t errors = 0;
+
+    if (resolved) {
+        MPIX_Signal_wait_until_target_device(self, SIG_OFF, MPIX_DEVICE_CMP_GE, r, NULL);
+    } else {
+        MPIX_Signal_wait_until_device(SIG_OFF, MPIX_DEVICE_CMP_GE, r, NULL, win);
+    }
+    for (size_t i = 0; i < words; ++i) {
+        errors += mine[i] != payload_word(peer, r, i);
+    }
+    return errors;
+}
+
 /*
  * Put-with-signal ping-pong carrying a payload, as a program written from the man pages does
  * it: one thread writes round r's payload into its buffer, puts it with signal r, waits for the
@@ -263,14 +282,7 @@ __global__ void k_pingpong_payload(MPIX_Win_device win, const uint64_t *mine, in
     uint64_t t0 = now_ns();
     for (int r = 1; r <= iters; ++r) {
         if (me == 1) {
-            if (resolved) {
-                MPIX_Signal_wait_until_target_device(&self, SIG_OFF, MPIX_DEVICE_CMP_GE, r, NULL);
-            } else {
-                MPIX_Signal_wait_until_device(SIG_OFF, MPIX_DEVICE_CMP_GE, r, NULL, win);
-            }
-            for (size_t i = 0; i < words; ++i) {
-                errors += mine[i] != payload_word(peer, r, i);
-            }
+            errors += payload_receive(win, &self, resolved, mine, peer, r, words);
         }
         for (size_t i = 0; i < words; ++i) {
             src[i] = payload_word(me, r, i);
@@ -283,14 +295,7 @@ __global__ void k_pingpong_payload(MPIX_Win_device win, const uint64_t *mine, in
                                    win);
         }
         if (me == 0) {
-            if (resolved) {
-                MPIX_Signal_wait_until_target_device(&self, SIG_OFF, MPIX_DEVICE_CMP_GE, r, NULL);
-            } else {
-                MPIX_Signal_wait_until_device(SIG_OFF, MPIX_DEVICE_CMP_GE, r, NULL, win);
-            }
-            for (size_t i = 0; i < words; ++i) {
-                errors += mine[i] != payload_word(peer, r, i);
-            }
+            errors += payload_receive(win, &self, resolved, mine, peer, r, words);
         }
     }
     *ns = now_ns() - t0;

@@ -539,6 +539,12 @@ int ompi_osc_gpuic_begin_op(ompi_osc_gpuic_module_t *module, int target);
  * stores, and a UCX flush when UCX operations went to it since its last flush.
  */
 int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target);
+/**
+ * ompi_osc_gpuic_peer_flush() only when UCX operations to @p target are pending: what a
+ * cross-memory copy to or from the target does first, so that it lands after them (accumulate
+ * ordering) and skips the flush otherwise.
+ */
+int ompi_osc_gpuic_peer_settle(ompi_osc_gpuic_module_t *module, int target);
 /** The same for every target of the window. */
 int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module);
 /**

@@ -239,11 +239,7 @@ static int ompi_osc_gpuic_acc_cma(ompi_osc_gpuic_acc_t *acc, uint64_t raddr, siz
     if (buf == NULL) {
         return MPI_ERR_NO_MEM;
     }
-    /* UCX operations issued to the peer before land first (accumulate ordering) */
-    if (__atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE) !=
-        __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
-        rc = ompi_osc_gpuic_peer_flush(acc->module, acc->target);
-    }
+    rc = ompi_osc_gpuic_peer_settle(acc->module, acc->target);
     for (off = 0; rc == OMPI_SUCCESS && status == GPUIC_OK && off < total; off += len) {
         len = total - off < chunk ? total - off : chunk;
         status = gpuic_cma_copy(peer->cma_pid, buf, raddr + off, len, 0);

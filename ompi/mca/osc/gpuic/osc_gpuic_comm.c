@@ -255,12 +255,7 @@ static int ompi_osc_gpuic_xfer_one(ompi_osc_gpuic_xfer_arg_t *x, ompi_osc_gpuic_
     if (!x->local_dev && !region->gpu && __atomic_load_n(&peer->cma_pid, __ATOMIC_RELAXED) > 0 &&
         mca_osc_gpuic_component.cma_min_bytes >= 0 &&
         (x->batch != NULL || ompi_osc_gpuic_cma_takes(x->module, peer, len))) {
-        /* UCX operations issued to the peer before complete first, so that this copy lands
-         * after them (accumulate ordering; the flush is skipped when none are pending). */
-        if (__atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE) !=
-            __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
-            rc = ompi_osc_gpuic_peer_flush(x->module, x->target);
-        }
+        rc = ompi_osc_gpuic_peer_settle(x->module, x->target);
         if (rc != OMPI_SUCCESS) {
             return rc;
         }
@@ -361,6 +356,15 @@ typedef struct ompi_osc_gpuic_span {
     uint64_t raddr;
 } ompi_osc_gpuic_span_t;
 
+/* Whether a call may move its target range in one piece (ompi_osc_gpuic_put_packed,
+ * ompi_osc_gpuic_get_span): a host buffer, and window memory of one region that is neither
+ * mapped here nor device memory (a dynamic window may have holes between its regions). */
+static bool ompi_osc_gpuic_xfer_whole(const ompi_osc_gpuic_xfer_arg_t *x)
+{
+    return !x->local_dev && x->module->flavor != MPI_WIN_FLAVOR_DYNAMIC && x->region != NULL &&
+           !x->region->gpu && x->region->direct == NULL;
+}
+
 /* dt_walk callback: a is the origin block, b its target address inside the span. */
 static int ompi_osc_gpuic_span_block(char *a, char *b, size_t len, void *arg)
 {
@@ -396,8 +400,7 @@ static int ompi_osc_gpuic_put_packed(ompi_osc_gpuic_xfer_arg_t *x, void *buf, in
     int rc;
 
     *done_p = false;
-    if (!x->is_put || x->local_dev || x->module->flavor == MPI_WIN_FLAVOR_DYNAMIC ||
-        x->region == NULL || x->region->gpu || x->region->direct != NULL ||
+    if (!x->is_put || !ompi_osc_gpuic_xfer_whole(x) ||
         !ompi_datatype_is_contiguous_memory_layout(tdt, tcount)) {
         return OMPI_SUCCESS;
     }
@@ -450,9 +453,7 @@ static int ompi_osc_gpuic_get_span(ompi_osc_gpuic_xfer_arg_t *x, void *buf, int 
     if (mca_osc_gpuic_component.cma_min_bytes < 0) {
         pid = 0;
     }
-    if (x->is_put || x->local_dev || x->module->flavor == MPI_WIN_FLAVOR_DYNAMIC ||
-        x->region == NULL || x->region->gpu || x->region->direct != NULL ||
-        (pid <= 0 && x->region->rkey == NULL)) {
+    if (x->is_put || !ompi_osc_gpuic_xfer_whole(x) || (pid <= 0 && x->region->rkey == NULL)) {
         return OMPI_SUCCESS;
     }
     ompi_osc_gpuic_dt_bounds(tdt, tcount, &lo, &hi);
@@ -463,11 +464,7 @@ static int ompi_osc_gpuic_get_span(ompi_osc_gpuic_xfer_arg_t *x, void *buf, int 
         (copy = malloc(span)) == NULL) {
         return OMPI_SUCCESS;
     }
-    /* UCX operations issued to the peer before complete first, as for any cross-memory copy */
-    if (__atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE) !=
-        __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
-        rc = ompi_osc_gpuic_peer_flush(x->module, x->target);
-    }
+    rc = ompi_osc_gpuic_peer_settle(x->module, x->target);
     if (rc != OMPI_SUCCESS) {
         status = GPUIC_OK;
     } else if (pid > 0) {
@@ -608,6 +605,17 @@ int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
         return OMPI_SUCCESS;
     }
     return ompi_osc_gpuic_peer_flush_ucx(module, target, issued);
+}
+
+int ompi_osc_gpuic_peer_settle(ompi_osc_gpuic_module_t *module, int target)
+{
+    ompi_osc_gpuic_peer_t *peer = &module->peers[target];
+
+    if (__atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE) ==
+        __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
+        return OMPI_SUCCESS;
+    }
+    return ompi_osc_gpuic_peer_flush(module, target);
 }
 
 int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target)
