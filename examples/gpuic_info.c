@@ -81,7 +81,7 @@ int main(int argc, char **argv)
             int rc = MPIX_Win_get_device_handle(win, &handle);
 
             if (rc == MPI_SUCCESS) {
-                used += (size_t)snprintf(line + used, LINE - used, "; device handle %p", (void *)handle);
+                used += (size_t)snprintf(line + used, LINE - used, "; device handle %p", (void *)handle.desc);
                 bad |= MPIX_Win_release_device_handle(win) != MPI_SUCCESS;
             } else {
                 used += (size_t)snprintf(line + used, LINE - used, "; no device handle (%s)",

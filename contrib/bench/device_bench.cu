@@ -32,7 +32,8 @@
  *   gpuic msg_rate            8 B puts from blocks x threads, then one flush each
  *   gpuic put_bw              MPIX_Put_device_block from 132 blocks of 1024 threads, the
  *                             blocks taking 256 KiB chunks round-robin (--bw-chunk N: N-byte
- *                             chunks, 0: one slice a block), 8 B .. --max-bytes
+ *                             chunks, 0: one slice a block), one slice a block when that is
+ *                             smaller, 8 B .. --max-bytes
  *   gpuic get_bw              the same with MPIX_Get_device_block (remote loads; P2P runs)
  *   gpuic put_bw_1block       one MPIX_Put_device_block of 8 MiB (or --max-bytes if smaller)
  *                             from one block of 1024 threads, then a flush (on the proxy path:
@@ -46,7 +47,9 @@
  *   floor cudaMemcpyPeer_bw   (--memcpy-peer, two GPUs) cudaMemcpyPeerAsync from rank 0's GPU
  *                             to the next GPU, peer access enabled, 8 B .. --max-bytes
  *   floor dissect_*           put + flush taken apart: a raw store, a store plus each fence
- *                             flavour, MPIX_Put_device without a flush, a raw remote load
+ *                             flavour (acquire-release and release-only), MPIX_Put_device
+ *                             without a flush, a raw remote load, a store + fence + load of
+ *                             the window's description (what a call by rank reads next)
  * Times come from %globaltimer inside the kernels (ns), or host clocks for host-side floors.
  */
 #include <cuda_runtime.h>
@@ -328,11 +331,15 @@ __device__ static bool block_slice(size_t bytes, size_t *off, size_t *len)
 __global__ void __launch_bounds__(1024) k_bw(MPIX_Win_device win, int peer, const char *src,
                                              size_t bytes, size_t win_off, size_t chunk)
 {
-    /* chunk 0: each block one slice; else chunks dealt round-robin, so that the blocks write
-     * neighbouring chunks at the same time (one call site: a 1024-thread block has 64
-     * registers a thread) */
-    if (chunk == 0) {
-        chunk = (bytes + gridDim.x - 1) / gridDim.x;
+    /* Chunks of at most @p chunk bytes dealt round-robin, so that the blocks write
+     * neighbouring chunks at the same time, and never fewer chunks than blocks: below
+     * blocks x chunk bytes each block takes one slice (whole 256-byte pieces, so that both
+     * sides stay 16-byte aligned), as NVSHMEM's kernel does.  chunk 0: one slice a block.
+     * One call site: a 1024-thread block has 64 registers a thread. */
+    size_t slice = ((bytes + gridDim.x - 1) / gridDim.x + 255) & ~(size_t)255;
+
+    if (chunk == 0 || chunk > slice) {
+        chunk = slice;
     }
     for (size_t off = (size_t)blockIdx.x * chunk; off < bytes; off += (size_t)gridDim.x * chunk) {
         size_t len = bytes - off < chunk ? bytes - off : chunk;
@@ -393,7 +400,9 @@ static double bw_measure(MPIX_Win_device h, int peer, char *d_src, size_t bytes,
  * API's checks cost per operation (mode 0: store only, 1: store + fence.acq_rel.gpu,
  * 2: store + fence.sc.gpu (__threadfence), 3: store + fence.acq_rel.sys, 4: MPIX_Put_device
  * without a flush, 5: raw 8-byte load, 6: store of a value loaded from the origin buffer,
- * 7: the API's checks alone, 8: MPIX_Put_device to one address). */
+ * 7: the API's checks alone, 8: MPIX_Put_device to one address, 9 and 10: store +
+ * fence.release.gpu / .sys, 11 and 12: store + fence.acq_rel.gpu / fence.release.gpu, then a
+ * load of the target's entry in the window's description). */
 __global__ void k_dissect(MPIX_Win_device win, volatile uint64_t *remote, int peer, int mode,
                           int iters, const uint64_t *src, uint64_t *ns)
 {
@@ -410,7 +419,21 @@ __global__ void k_dissect(MPIX_Win_device win, volatile uint64_t *remote, int pe
         case 6: *p = src[0]; break; /* the origin load too */
         case 7: { char *a = NULL; sum += gpuic_dev_resolve(win, peer, (MPI_Aint)(i % 1024) * 8,
                                                          8, 1, &a) + (uintptr_t)a; } break;
-        default: MPIX_Put_device(src, 8, peer, 0, win); break; /* same address each time */
+        case 8: MPIX_Put_device(src, 8, peer, 0, win); break; /* same address each time */
+        case 9: *p = i; asm volatile("fence.release.gpu;" ::: "memory"); break;
+        case 10: *p = i; asm volatile("fence.release.sys;" ::: "memory"); break;
+        /* a store, a fence, then a load of the window's description (what the next call by
+         * rank reads first): does the fence cost that load its L1 hit? */
+        case 11:
+            *p = i;
+            asm volatile("fence.acq_rel.gpu;" ::: "memory");
+            sum += __ldg(&win.desc->peers[peer].size);
+            break;
+        default:
+            *p = i;
+            asm volatile("fence.release.gpu;" ::: "memory");
+            sum += __ldg(&win.desc->peers[peer].size);
+            break;
         }
     }
     *ns = now_ns() - t0;
@@ -794,7 +817,7 @@ int main(int argc, char **argv)
     if (!host_window && strcmp(label, "gpuic") == 0) {
         MPIX_Gpuic_device_win *hw = (MPIX_Gpuic_device_win *)malloc(
             sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer));
-        cudaMemcpy(hw, h, sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer),
+        cudaMemcpy(hw, h.desc, sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer),
                    cudaMemcpyDeviceToHost);
         volatile uint64_t *mine = (volatile uint64_t *)(base + SIG_OFF - 8);
         volatile uint64_t *theirs = (volatile uint64_t *)(hw->peers[peer].base + SIG_OFF - 8);
@@ -813,13 +836,17 @@ int main(int argc, char **argv)
                                       "dissect_store_threadfence", "dissect_store_fence_acqrel_sys",
                                       "dissect_api_put_noflush", "dissect_raw_load",
                                       "dissect_store_with_origin_load", "dissect_resolve_only",
-                                      "dissect_api_put_same_address"};
+                                      "dissect_api_put_same_address",
+                                      "dissect_store_fence_release_gpu",
+                                      "dissect_store_fence_release_sys",
+                                      "dissect_store_acqrel_gpu_desc_load",
+                                      "dissect_store_release_gpu_desc_load"};
         MPIX_Gpuic_device_win *hw = (MPIX_Gpuic_device_win *)malloc(
             sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer));
-        cudaMemcpy(hw, h, sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer),
+        cudaMemcpy(hw, h.desc, sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer),
                    cudaMemcpyDeviceToHost);
         volatile uint64_t *remote = (volatile uint64_t *)hw->peers[peer].base;
-        for (int mode = 0; mode < 9; ++mode) {
+        for (int mode = 0; mode < (int)(sizeof(names) / sizeof(names[0])); ++mode) {
             k_dissect<<<1, 1>>>(h, remote, peer, mode, 100, d_buf, d_ns);
             cudaDeviceSynchronize();
             k_dissect<<<1, 1>>>(h, remote, peer, mode, iters, d_buf, d_ns);

@@ -152,6 +152,7 @@ typedef struct proxy_setup {
     uint32_t *error_word;     /* mapped pinned */
     MPIX_Gpuic_device_queue *dq;  /* device memory */
     MPIX_Gpuic_device_win *dwin;  /* device memory */
+    MPIX_Win_device handle;       /* the handle kernels take, pointing to dwin */
 } proxy_setup_t;
 
 static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigned spin_rounds,
@@ -277,6 +278,12 @@ static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigne
         w->peers[0].key = p->key;
         ok = cudaMalloc((void **)&p->dwin, win_len) == cudaSuccess &&
              cudaMemcpy(p->dwin, w, win_len, cudaMemcpyHostToDevice) == cudaSuccess;
+        memset(&p->handle, 0, sizeof(p->handle));
+        p->handle.desc = p->dwin;
+        p->handle.magic = w->magic;
+        p->handle.rank = w->rank;
+        p->handle.nranks = w->nranks;
+        p->handle.queue = w->queue;
         free(w);
         return ok;
     }
@@ -428,11 +435,11 @@ int main(int argc, char **argv)
     uint64_t *d_info = d_scratch + (size_t)(iters > warmup ? iters : warmup) * SCRATCH_PER_OP;
 
     if (warmup > 0) {
-        k_proxy<<<1, 1>>>(p.dwin, d_scratch, d_info, op, size, sig_off, amo_off, warmup, d_src,
+        k_proxy<<<1, 1>>>(p.handle, d_scratch, d_info, op, size, sig_off, amo_off, warmup, d_src,
                           d_dst, d_result);
         cudaDeviceSynchronize();
     }
-    k_proxy<<<1, 1>>>(p.dwin, d_scratch, d_info, op, size, sig_off, amo_off, iters, d_src,
+    k_proxy<<<1, 1>>>(p.handle, d_scratch, d_info, op, size, sig_off, amo_off, iters, d_src,
                       d_dst, d_result);
     err = cudaDeviceSynchronize();
     if (err == cudaSuccess) {

@@ -52,7 +52,7 @@ int main(int argc, char **argv)
     MPI_Comm node;
     MPI_Info info;
     MPI_Win win;
-    MPIX_Win_device h = NULL;
+    MPIX_Win_device h = {};
     cudaPointerAttributes attr;
     cudaDeviceProp prop;
 
@@ -94,7 +94,7 @@ int main(int argc, char **argv)
            current, uuid);
     fflush(stdout);
 
-    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
+    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h.desc != NULL);
     CHECK(cudaMemset(base, 0xff, sizeof(int)) == cudaSuccess);
     CHECK(cudaMalloc(&d_src, sizeof(int)) == cudaSuccess);
     CHECK(cudaMalloc(&d_rc, sizeof(int)) == cudaSuccess);

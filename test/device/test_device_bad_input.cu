@@ -325,8 +325,8 @@ static void win_make(twin_t *w, int wi)
                          &w->win) == MPI_SUCCESS);
     MPI_Win_set_errhandler(w->win, MPI_ERRORS_RETURN);
     CHECK(mpi_test_is_gpuic(w->win));
-    w->h = NULL;
-    CHECK(MPIX_Win_get_device_handle(w->win, &w->h) == MPI_SUCCESS && w->h != NULL);
+    w->h = {};
+    CHECK(MPIX_Win_get_device_handle(w->win, &w->h) == MPI_SUCCESS && w->h.desc != NULL);
 }
 
 /* The expected class for @p c; for the host-memory window it depends on whether device calls
@@ -372,12 +372,16 @@ static void run_cases(twin_t *wins)
     CUDA_CHECK(cudaMalloc(&d_rc, MAX_THREADS * sizeof(int)));
     CUDA_CHECK(cudaMalloc(&d_origin, BUF_BYTES));
     CUDA_CHECK(cudaMalloc(&d_result, BUF_BYTES));
-    /* a handle that fails the magic check: window A's description with the magic flipped, in
-     * device memory of its own (a released handle's memory is freed, so it cannot be used) */
+    /* a handle that fails the magic check: window A's handle with the magic flipped, pointing
+     * to a copy of its description in device memory of its own (flipped too; a released
+     * handle's memory is freed, so it cannot be used) */
     CUDA_CHECK(cudaMalloc(&d_corrupt, hlen));
-    CUDA_CHECK(cudaMemcpy(hcopy, wins[WIN_A].h, hlen, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(hcopy, wins[WIN_A].h.desc, hlen, cudaMemcpyDeviceToHost));
     hcopy->magic ^= 0x1;
     CUDA_CHECK(cudaMemcpy(d_corrupt, hcopy, hlen, cudaMemcpyHostToDevice));
+    MPIX_Win_device corrupt = wins[WIN_A].h;
+    corrupt.magic ^= 0x1;
+    corrupt.desc = (MPIX_Gpuic_device_win *)d_corrupt;
 
     for (int w = 0; w < NWIN; ++w) MPI_Win_lock_all(0, wins[w].win);
     host_reachable = probe_host_reachable(wins, d_rc);
@@ -404,8 +408,8 @@ static void run_cases(twin_t *wins)
 
         memset(&a, 0, sizeof(a));
         a.call = c->call;
-        a.h = c->handle == H_NULL ? NULL
-              : c->handle == H_CORRUPT ? (MPIX_Win_device)d_corrupt
+        a.h = c->handle == H_NULL ? MPIX_Win_device{}
+              : c->handle == H_CORRUPT ? corrupt
                                        : wins[c->win].h;
         a.target = c->tsel == T_RIGHT ? right
                    : c->tsel == T_SELF ? rank

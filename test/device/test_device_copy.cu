@@ -160,7 +160,7 @@ static long check_slot(const unsigned char *buf, size_t slot, size_t s, int writ
 
 static void run(MPI_Win win, unsigned char *base, size_t win_bytes, int *d_rc)
 {
-    MPIX_Win_device h = NULL;
+    MPIX_Win_device h = {};
     int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks, path = -1, h_rc = 0;
     MPI_Aint large_base = (MPI_Aint)NSMALL * NVARIANT * SLOT;
     size_t src_bytes = (size_t)NSMALL * SLOT > (size_t)NLARGE * LARGE_SLOT
@@ -168,7 +168,7 @@ static void run(MPI_Win win, unsigned char *base, size_t win_bytes, int *d_rc)
     unsigned char *d_src, *host;
     long bad;
 
-    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
+    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h.desc != NULL);
     CHECK(MPIX_Win_gpuic_device_path(win, right, &path) == MPI_SUCCESS);
     if (rank == 0) {
         printf("# device path to the right neighbour: %s\n",

@@ -84,10 +84,10 @@ static void remote_device_calls(MPI_Win win, void *base)
 {
     int target = per_node % nranks, h_rc[4] = {-1, -1, -1, -1}, *d_src, *d_dst, *d_rc, rc;
     int *host = (int *)malloc(2 * INTS * sizeof(int));
-    MPIX_Win_device h = NULL;
+    MPIX_Win_device h = {};
     int path = -1;
 
-    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
+    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h.desc != NULL);
     CHECK(MPIX_Win_gpuic_device_path(win, target, &path) == MPI_SUCCESS);
     CHECK(rank != 0 || path == MPIX_GPUIC_DEVICE_PATH_PROXY); /* rank 0 issues the calls */
     CUDA_CHECK(cudaMemset(base, 0, WIN_BYTES));
@@ -281,11 +281,11 @@ static void remote_device_atomics(MPI_Win win, void *base)
     int target = per_node % nranks, h_rc[2] = {-1, 0}, *d_rc, *d_isrc, flag;
     uint64_t *d_olds, *d_cas, h_olds[AT_ROUNDS], h_cas = 0, *all = NULL;
     double *d_dsrc;
-    MPIX_Win_device h = NULL;
+    MPIX_Win_device h = {};
     cudaStream_t wait_stream;
     uint64_t *report = NULL, *d_step = NULL;
 
-    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
+    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h.desc != NULL);
     CUDA_CHECK(cudaHostAlloc(&report, 8 * sizeof(uint64_t), cudaHostAllocMapped));
     memset(report, 0, 8 * sizeof(uint64_t));
     CUDA_CHECK(cudaHostGetDevicePointer(&d_step, report + 4, 0));
@@ -391,13 +391,13 @@ static void put_get_right(MPI_Win win, MPI_Comm comm, void *base, int gpu)
 {
     int me, n, right, left, h_rc[2] = {-1, -1}, *d_src, *d_dst, *d_rc;
     int *host = (int *)malloc(INTS * sizeof(int));
-    MPIX_Win_device h = NULL;
+    MPIX_Win_device h = {};
 
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &n);
     right = (me + 1) % n;
     left = (me + n - 1) % n;
-    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
+    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h.desc != NULL);
     CUDA_CHECK(cudaMalloc(&d_src, INTS * sizeof(int)));
     CUDA_CHECK(cudaMalloc(&d_dst, INTS * sizeof(int)));
     CUDA_CHECK(cudaMalloc(&d_rc, sizeof(h_rc)));

@@ -296,7 +296,7 @@ __global__ void k_errors(MPIX_Win_device win, int right, int nranks, unsigned ch
     rc[0] = MPIX_Put_device(src, 8, right, WIN_BYTES - 4, win);              /* past the end */
     rc[1] = MPIX_Put_device(src, 8, nranks, 0, win);                          /* no such rank */
     rc[2] = MPIX_Put_device(src, 8, -1, 0, win);
-    rc[3] = MPIX_Put_device(src, 8, right, 0, (MPIX_Win_device)NULL);         /* no handle */
+    rc[3] = MPIX_Put_device(src, 8, right, 0, MPIX_Win_device{});             /* no handle */
     rc[4] = MPIX_Fetch_and_add_device(1, &old, right, 4, win);                /* misaligned */
     rc[5] = MPIX_Get_device(src, 1, right, WIN_BYTES, win);                   /* just past it */
     rc[6] = MPIX_Put_device(src, 0, right, WIN_BYTES, win);                   /* empty, at end */
@@ -396,14 +396,14 @@ static void puts_done_read_window(int *d_rc, int n, MPI_Win win, const unsigned 
 
 static void test_device_calls(MPI_Win win, unsigned char *base)
 {
-    MPIX_Win_device h = NULL;
+    MPIX_Win_device h = {};
     int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
     int *d_rc, h_rc[NRC];
     unsigned char *d_buf, *host = (unsigned char *)malloc(WIN_BYTES);
     int path = -1;
 
     CHECK(MPIX_Win_gpuic_device_path(win, right, &path) == MPI_ERR_ARG); /* no handle yet */
-    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
+    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h.desc != NULL);
     CHECK(MPIX_Win_gpuic_target_path(win, right, &path) == MPI_SUCCESS);
     {
         /* host windows: mapped unless osc_gpuic_direct=0 sends host calls through UCX, or
@@ -804,12 +804,12 @@ static void test_large(MPI_Info info)
     int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
     unsigned char *base = NULL, *d_buf, *host = (unsigned char *)malloc(LARGE_WIN);
     int *d_rc, h_rc[NRC];
-    MPIX_Win_device h = NULL;
+    MPIX_Win_device h = {};
     MPI_Win win;
 
     CHECK(MPI_Win_allocate(LARGE_WIN, 1, info, MPI_COMM_WORLD, &base, &win) == MPI_SUCCESS);
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
-    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
+    CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h.desc != NULL);
     CUDA_CHECK(cudaMalloc(&d_rc, NRC * sizeof(int)));
     CUDA_CHECK(cudaMalloc(&d_buf, LARGE_WIN));
     MPI_Win_lock_all(0, win);
@@ -934,7 +934,7 @@ int main(int argc, char **argv)
         CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS);
         CHECK(MPIX_Win_release_device_handle(win) == MPI_SUCCESS);
         CHECK(MPIX_Win_release_device_handle(win) == MPI_ERR_ARG);
-        CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
+        CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h.desc != NULL);
         test_host_calls(win, mem);
         MPI_Win_free(&win);
         cudaFree(mem);

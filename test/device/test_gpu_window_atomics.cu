@@ -444,7 +444,7 @@ int main(int argc, char **argv)
         for (f = 0; f < 2; ++f) {
             for (odev = 0; odev < 2; ++odev) {
                 void *dev = NULL, *owned = NULL;
-                MPIX_Win_device h = NULL;
+                MPIX_Win_device h = {};
                 MPI_Win win;
 
                 before = mpi_test_failures;
@@ -468,8 +468,8 @@ int main(int argc, char **argv)
                     if (owned != NULL) CUDA_CHECK(cudaFree(owned));
                     continue;
                 }
-                CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h != NULL);
-                if (h != NULL) run_pass(win, h, dev, odev, concurrent);
+                CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h.desc != NULL);
+                if (h.desc != NULL) run_pass(win, h, dev, odev, concurrent);
                 CHECK(MPI_Win_free(&win) == MPI_SUCCESS);
                 if (owned != NULL) CUDA_CHECK(cudaFree(owned));
                 mine = mpi_test_failures - before;

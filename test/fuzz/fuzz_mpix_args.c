@@ -116,16 +116,16 @@ static int ref_resolve(MPIX_Win_device win, int target)
 {
     const MPIX_Gpuic_device_peer *p;
 
-    if (win == NULL || win->magic != MPIX_GPUIC_DEVICE_MAGIC) {
+    if (win.desc == NULL || win.magic != MPIX_GPUIC_DEVICE_MAGIC) {
         return MPI_ERR_WIN;
     }
-    if (target < 0 || target >= win->nranks) {
+    if (target < 0 || target >= win.nranks) {
         return MPI_ERR_RANK;
     }
-    p = &win->peers[target];
+    p = &win.desc->peers[target];
     /* the proxy path needs the window's device queue */
     if (p->path != MPIX_GPUIC_DEVICE_PATH_P2P &&
-        !(p->path == MPIX_GPUIC_DEVICE_PATH_PROXY && win->queue != NULL)) {
+        !(p->path == MPIX_GPUIC_DEVICE_PATH_PROXY && win.queue != NULL)) {
         return p->size == 0 ? MPI_ERR_RMA_RANGE : MPI_ERR_UNSUPPORTED_OPERATION;
     }
     return MPI_SUCCESS;
@@ -173,7 +173,7 @@ static void call_target(input_t *in, MPIX_Win_device win, const peer_shadow_t *s
     MPIX_Device_target t;
     int target = input_rank(in, nranks);
     int rc = gpuic_dev_target_resolve(win, target, &t), ref = ref_resolve(win, target);
-    const MPIX_Gpuic_device_peer *p = ref == MPI_SUCCESS ? &win->peers[target] : NULL;
+    const MPIX_Gpuic_device_peer *p = ref == MPI_SUCCESS ? &win.desc->peers[target] : NULL;
     MPIX_Gpuic_device_peer none = {0, 0, 1, 0, 0, 0};
     uint8_t kind = (uint8_t)input_take(in, 1);
     MPI_Aint disp = input_disp(in, p != NULL ? p : &none);
@@ -182,7 +182,7 @@ static void call_target(input_t *in, MPIX_Win_device win, const peer_shadow_t *s
     uint64_t off = 0, sig_off = 0;
 
     fail_if(rc != ref || t.status != rc);
-    fail_if(rc == MPI_ERR_WIN ? t.win != NULL : t.win != win);
+    fail_if(rc == MPI_ERR_WIN ? t.desc != NULL : t.desc != win.desc);
     if (kind % 3 == 2) {
         MPI_Aint sig_disp = input_disp(in, p != NULL ? p : &none);
 
@@ -229,7 +229,7 @@ static void call_acc(input_t *in, MPIX_Win_device win, const peer_shadow_t *shad
     int op = (int)(int8_t)input_take(in, 1) % 14;
     uint8_t sel = (uint8_t)input_take(in, 1);
     int count = sel < 128 ? sel % 16 : (int)(uint32_t)input_take(in, 4);
-    int ok_win = win != NULL && win->magic == MPIX_GPUIC_DEVICE_MAGIC;
+    int ok_win = win.desc != NULL && win.magic == MPIX_GPUIC_DEVICE_MAGIC;
     const MPIX_Gpuic_device_peer *p = NULL;
     MPIX_Gpuic_device_peer none = {0, 0, 1, 0, 0, 0};
     MPI_Aint disp;
@@ -241,8 +241,8 @@ static void call_acc(input_t *in, MPIX_Win_device win, const peer_shadow_t *shad
                        : 8;
     int rc, ref;
 
-    if (ok_win && target >= 0 && target < win->nranks) {
-        p = &win->peers[target];
+    if (ok_win && target >= 0 && target < win.nranks) {
+        p = &win.desc->peers[target];
     }
     disp = input_disp(in, p != NULL ? p : &none);
     rc = gpuic_dev_acc_check(count, (MPIX_Device_type)type, (MPIX_Device_op)op, target, disp,
@@ -278,7 +278,7 @@ static void call_misc(input_t *in, MPIX_Win_device win, int nranks)
         ref = MPI_SUCCESS; /* the flushes check the rank only */
     }
     fail_if(rc != ref);
-    fail_if(gpuic_dev_check_win(win) != (win != NULL && win->magic == MPIX_GPUIC_DEVICE_MAGIC
+    fail_if(gpuic_dev_check_win(win) != (win.desc != NULL && win.magic == MPIX_GPUIC_DEVICE_MAGIC
                                               ? MPI_SUCCESS
                                               : MPI_ERR_WIN));
     fail_if(gpuic_dev_check_cmp((MPIX_Device_cmp)cmp) !=
@@ -286,12 +286,12 @@ static void call_misc(input_t *in, MPIX_Win_device win, int nranks)
 }
 
 /* Builds the window description: peers of real memory or fake (never touched) addresses. */
-static MPIX_Win_device window_build(input_t *in, peer_shadow_t *shadow, int *nranks_out,
-                                    int *null_handle)
+static MPIX_Gpuic_device_win *window_build(input_t *in, peer_shadow_t *shadow, int *nranks_out,
+                                           int *null_handle)
 {
     int nranks = (int)(input_take(in, 1) % (MAX_RANKS + 1));
     uint8_t handle = (uint8_t)input_take(in, 1);
-    MPIX_Win_device win = malloc(sizeof(*win) + (size_t)nranks * sizeof(win->peers[0]));
+    MPIX_Gpuic_device_win *win = malloc(sizeof(*win) + (size_t)nranks * sizeof(win->peers[0]));
 
     fail_if(win == NULL);
     win->magic = MPIX_GPUIC_DEVICE_MAGIC;
@@ -352,8 +352,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     input_t in = {data, size};
     peer_shadow_t shadow[MAX_RANKS];
     int nranks, null_handle;
-    MPIX_Win_device built = window_build(&in, shadow, &nranks, &null_handle);
-    MPIX_Win_device win = null_handle ? NULL : built;
+    MPIX_Gpuic_device_win *built = window_build(&in, shadow, &nranks, &null_handle);
+    MPIX_Win_device win;
+
+    /* the handle as MPIX_Win_get_device_handle makes it (all zero: no handle) */
+    memset(&win, 0, sizeof(win));
+    if (!null_handle) {
+        win.desc = built;
+        win.magic = built->magic;
+        win.rank = built->rank;
+        win.nranks = built->nranks;
+        win.flags = built->flags;
+        win.queue = built->queue;
+    }
 
     for (int call = 0; call < MAX_CALLS && in.n > 0; ++call) {
         switch (input_take(&in, 1) % 3) {

@@ -57,17 +57,29 @@
 /*
  * Orders this thread's stores into a target window before its later stores (a signal word, or
  * whatever announces completion), as seen by every observer of the target: kernels of other
- * processes on the same GPU, other GPUs, host threads.  Release ordering is all a flush owes
- * (an acquire-release fence, not a sequentially consistent one); device scope is enough when
- * every target shares our GPU (its L2 is where all of them meet), system scope otherwise.
+ * processes on the same GPU, other GPUs, host threads.  Release ordering is all a flush owes:
+ * a release fence where the architecture and compiler have one (sm_90, PTX 8.6: it leaves the
+ * L1 valid, so the next call's loads of the window's description hit), an acquire-release
+ * fence before; device scope
+ * is enough when every target shares our GPU (its L2 is where all of them meet), system scope
+ * otherwise.
  */
 __device__ static inline void gpuic_dev_fence_data_to_peer(bool same_gpu)
 {
+#if __CUDA_ARCH__ >= 900 && \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8))
+    if (same_gpu) {
+        asm volatile("fence.release.gpu;" ::: "memory");
+    } else {
+        asm volatile("fence.release.sys;" ::: "memory");
+    }
+#else
     if (same_gpu) {
         asm volatile("fence.acq_rel.gpu;" ::: "memory");
     } else {
         asm volatile("fence.acq_rel.sys;" ::: "memory");
     }
+#endif
 }
 
 /*
@@ -95,7 +107,7 @@ __device__ static inline uint64_t gpuic_dev_load_acquire_signal(const uint64_t *
  */
 __device__ static inline bool gpuic_dev_all_same_gpu(MPIX_Win_device win)
 {
-    return (__ldg(&win->flags) & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
+    return (win.flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
 }
 
 /*
@@ -162,9 +174,9 @@ __device__ static inline unsigned long long gpuic_dev_atomic_cas64(MPIX_Win_devi
  * class when the word is clear (concurrent failures keep one of them), made visible to the
  * host by a system-scope fence.
  */
-__device__ static inline int gpuic_dev_fail(MPIX_Win_device win, int cls)
+__device__ static inline int gpuic_dev_fail(MPIX_Gpuic_device_win *desc, int cls)
 {
-    volatile uint32_t *word = win->error_word;
+    volatile uint32_t *word = desc->error_word;
 
     if (*word == 0u) {
         *word = (uint32_t)cls;
@@ -177,10 +189,10 @@ __device__ static inline int gpuic_dev_fail(MPIX_Win_device win, int cls)
  * Records the class a check of mpix_gpuic_device_check.h returned, and returns it.  A handle
  * that is not live (MPI_ERR_WIN) has no error word to record in.
  */
-__device__ static inline int gpuic_dev_checked(MPIX_Win_device win, int rc)
+__device__ static inline int gpuic_dev_checked(MPIX_Gpuic_device_win *desc, int rc)
 {
     if (rc != MPI_SUCCESS && rc != MPI_ERR_WIN) {
-        return gpuic_dev_fail(win, rc);
+        return gpuic_dev_fail(desc, rc);
     }
     return rc;
 }
@@ -189,7 +201,7 @@ __device__ static inline int gpuic_dev_checked(MPIX_Win_device win, int rc)
 __device__ static inline int MPIX_Win_target_device(MPIX_Win_device win, int target,
                                                     MPIX_Device_target *t)
 {
-    return gpuic_dev_checked(win, gpuic_dev_target_resolve(win, target, t));
+    return gpuic_dev_checked(win.desc, gpuic_dev_target_resolve(win, target, t));
 }
 
 /* The address of (disp, bytes) in a resolved target, checked: range without overflow, and
@@ -201,7 +213,7 @@ __device__ static inline int gpuic_dev_target_addr(const MPIX_Device_target *t, 
     if (t->status != MPI_SUCCESS) {
         return t->status;
     }
-    return gpuic_dev_checked(t->win, gpuic_dev_target_range(t, disp, bytes, align, addr));
+    return gpuic_dev_checked(t->desc, gpuic_dev_target_range(t, disp, bytes, align, addr));
 }
 
 /* The data and signal word addresses of a put-with-signal in a resolved target, checked like
@@ -214,7 +226,7 @@ __device__ static inline int gpuic_dev_target_signal_addr(const MPIX_Device_targ
     if (t->status != MPI_SUCCESS) {
         return t->status;
     }
-    return gpuic_dev_checked(t->win, gpuic_dev_target_signal(t, disp, bytes, sig_disp, dst, sig));
+    return gpuic_dev_checked(t->desc, gpuic_dev_target_signal(t, disp, bytes, sig_disp, dst, sig));
 }
 
 __device__ static inline int gpuic_dev_resolve(MPIX_Win_device win, int target, MPI_Aint disp,
@@ -701,10 +713,10 @@ __device__ static inline int MPIX_Signal_wait_until_target_device(const MPIX_Dev
     }
     if (!self->loads) {
         /* our own window is host memory the device has no mapping of */
-        return gpuic_dev_fail(self->win, MPI_ERR_UNSUPPORTED_OPERATION);
+        return gpuic_dev_fail(self->desc, MPI_ERR_UNSUPPORTED_OPERATION);
     }
     if (gpuic_dev_check_cmp(cmp) != MPI_SUCCESS) {
-        return gpuic_dev_fail(self->win, MPI_ERR_ARG);
+        return gpuic_dev_fail(self->desc, MPI_ERR_ARG);
     }
     do {
         v = gpuic_dev_load_acquire_signal((const uint64_t *)sig, self->same_gpu);
@@ -729,7 +741,7 @@ __device__ static inline int MPIX_Signal_wait_until_target_device(const MPIX_Dev
 /* MPI_SUCCESS when @p win is a live handle and @p target one of its ranks (recorded if not). */
 __device__ static inline int gpuic_dev_check_target(MPIX_Win_device win, int target)
 {
-    return gpuic_dev_checked(win, gpuic_dev_check_rank(win, target));
+    return gpuic_dev_checked(win.desc, gpuic_dev_check_rank(win, target));
 }
 
 /** Completes this thread's puts and atomics to @p target at the target. */
@@ -740,10 +752,16 @@ __device__ static inline int MPIX_Win_flush_device(int target, MPIX_Win_device w
     if (rc != MPI_SUCCESS) {
         return rc;
     }
+    /* a window without a device queue has no proxy-path target; when all its processes
+     * share this GPU, the handle's value says all the flush needs (no load) */
+    if (win.queue == NULL && (win.flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0) {
+        gpuic_dev_fence_data_to_peer(true);
+        return MPI_SUCCESS;
+    }
     /* the path is loaded with the flags, before the fence: a load after an acquire fence
      * misses the L1 and would put a cache round trip on every P2P flush */
-    int32_t path = __ldg(&win->peers[target].path);
-    uint32_t flags = __ldg(&win->peers[target].flags);
+    int32_t path = __ldg(&win.desc->peers[target].path);
+    uint32_t flags = __ldg(&win.desc->peers[target].flags);
 
     if (path == MPIX_GPUIC_DEVICE_PATH_PROXY) {
         MPIX_Device_target t;
@@ -764,8 +782,8 @@ __device__ static inline int MPIX_Win_flush_all_device(MPIX_Win_device win)
         return MPI_ERR_WIN;
     }
     gpuic_dev_fence_data_to_peer(gpuic_dev_all_same_gpu(win));
-    t.win = win;
-    t.queue = (MPIX_Gpuic_device_queue *)(uintptr_t)__ldg((const unsigned long long *)&win->queue);
+    t.desc = win.desc;
+    t.queue = win.queue;
     if (t.queue != NULL) {
         return gpuic_dev_proxy_flush(&t);
     }
@@ -827,7 +845,7 @@ __device__ static inline int MPIX_Put_signal_device_warp(const void *origin, siz
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    if (__ldg(&win->peers[target].path) == MPIX_GPUIC_DEVICE_PATH_PROXY) {
+    if (__ldg(&win.desc->peers[target].path) == MPIX_GPUIC_DEVICE_PATH_PROXY) {
         if (gpuic_dev_lane() == 0) {
             rc = MPIX_Put_signal_device(origin, bytes, target, disp, sig_disp, value, sig_op,
                                         win);
@@ -838,7 +856,7 @@ __device__ static inline int MPIX_Put_signal_device_warp(const void *origin, siz
     gpuic_dev_copy_team<GPUIC_DEV_PUT_UNROLL>(dst, (const char *)origin, bytes, gpuic_dev_lane(),
                                               32);
     /* every lane's stores ordered before lane 0's signal */
-    gpuic_dev_fence_data_to_peer(__ldg(&win->peers[target].flags) &
+    gpuic_dev_fence_data_to_peer(__ldg(&win.desc->peers[target].flags) &
                                  MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
     __syncwarp();
     if (gpuic_dev_lane() == 0) {
@@ -863,7 +881,7 @@ __device__ static inline int MPIX_Signal_wait_until_device(MPI_Aint sig_disp, MP
     if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
         return MPI_ERR_WIN;
     }
-    MPIX_Win_target_device(win, __ldg(&win->rank), &self);
+    MPIX_Win_target_device(win, win.rank, &self);
     return MPIX_Signal_wait_until_target_device(&self, sig_disp, cmp, value, observed);
 }
 
@@ -1043,14 +1061,14 @@ __device__ static inline int gpuic_dev_acc_prepare(int count, MPIX_Device_type t
                                                    MPIX_Device_op op, int target, MPI_Aint disp,
                                                    MPIX_Win_device win, char **t)
 {
-    return gpuic_dev_checked(win, gpuic_dev_acc_check(count, type, op, target, disp, win, t));
+    return gpuic_dev_checked(win.desc, gpuic_dev_acc_check(count, type, op, target, disp, win, t));
 }
 
 /* True when @p target's accumulates go through the proxy (checked arguments), with *t set. */
 __device__ static inline bool gpuic_dev_acc_proxied(MPIX_Win_device win, int target,
                                                     MPIX_Device_target *t)
 {
-    if (__ldg(&win->peers[target].path) != MPIX_GPUIC_DEVICE_PATH_PROXY) {
+    if (__ldg(&win.desc->peers[target].path) != MPIX_GPUIC_DEVICE_PATH_PROXY) {
         return false;
     }
     gpuic_dev_target_resolve(win, target, t);
@@ -1075,7 +1093,7 @@ __device__ static inline int MPIX_Accumulate_device(const void *origin, int coun
         return gpuic_dev_proxy_acc(&tg, origin, count, type, op, (uint64_t)(uintptr_t)t);
     }
     if (rc == MPI_SUCCESS && !gpuic_dev_acc_range(win, t, origin, NULL, count, type, op, 0, 1)) {
-        rc = gpuic_dev_fail(win, MPI_ERR_ARG);
+        rc = gpuic_dev_fail(win.desc, MPI_ERR_ARG);
     }
     return rc;
 }
@@ -1099,7 +1117,7 @@ __device__ static inline int MPIX_Accumulate_device_warp(const void *origin, int
     }
     if (rc == MPI_SUCCESS &&
         !gpuic_dev_acc_range(win, t, origin, NULL, count, type, op, gpuic_dev_lane(), 32)) {
-        rc = gpuic_dev_fail(win, MPI_ERR_ARG);
+        rc = gpuic_dev_fail(win.desc, MPI_ERR_ARG);
     }
     __syncwarp();
     return rc;
@@ -1128,7 +1146,7 @@ __device__ static inline int MPIX_Accumulate_device_block(const void *origin, in
     if (rc == MPI_SUCCESS && !gpuic_dev_acc_range(win, t, origin, NULL, count, type, op,
                                                   gpuic_dev_block_rank(),
                                                   gpuic_dev_block_size())) {
-        rc = gpuic_dev_fail(win, MPI_ERR_ARG);
+        rc = gpuic_dev_fail(win.desc, MPI_ERR_ARG);
     }
     __syncthreads();
     return rc;
@@ -1153,7 +1171,7 @@ __device__ static inline int MPIX_Fetch_and_op_device(const void *origin, void *
     }
     if (rc == MPI_SUCCESS && !gpuic_dev_acc_range(win, t, op == MPIX_DEVICE_NO_OP ? NULL : origin,
                                                   result, 1, type, op, 0, 1)) {
-        rc = gpuic_dev_fail(win, MPI_ERR_ARG);
+        rc = gpuic_dev_fail(win.desc, MPI_ERR_ARG);
     }
     return rc;
 }

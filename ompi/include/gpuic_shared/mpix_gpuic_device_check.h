@@ -47,10 +47,11 @@ extern "C" {
 /**
  * One target of a window, resolved once: what device calls on it need, in registers.  Hot
  * loops resolve a target with MPIX_Win_target_device() and then call the *_target_device
- * functions, which check only the range (no loads from the window's handle).
+ * functions, which check only the range (no loads from the window's description).
  */
 typedef struct MPIX_Device_target {
-    MPIX_Win_device win;  /**< the window (for error recording); NULL when not a valid handle */
+    /** The window's description (for error recording); NULL when not a valid handle. */
+    MPIX_Gpuic_device_win *desc;
     char     *base;       /**< start of the target's window (MPIX_Gpuic_device_peer.base) */
     uint64_t size;        /**< bytes */
     int32_t  disp_unit;   /**< the target's displacement unit */
@@ -65,12 +66,12 @@ typedef struct MPIX_Device_target {
     MPIX_Gpuic_device_queue *queue; /**< proxy path: the window's device queue */
 } MPIX_Device_target;
 
-/** MPI_SUCCESS when @p win is a live handle, MPI_ERR_WIN otherwise. */
+/** MPI_SUCCESS when @p win is a handle from MPIX_Win_get_device_handle(), MPI_ERR_WIN
+ *  otherwise.  Reads only the handle's value (no memory access). */
 static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_check_win(MPIX_Win_device win)
 {
-    return (win != NULL && MPIX_GPUIC_LDG(&win->magic) == MPIX_GPUIC_DEVICE_MAGIC)
-               ? MPI_SUCCESS
-               : MPI_ERR_WIN;
+    return (win.desc != NULL && win.magic == MPIX_GPUIC_DEVICE_MAGIC) ? MPI_SUCCESS
+                                                                       : MPI_ERR_WIN;
 }
 
 /**
@@ -82,14 +83,14 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_check_rank(MPIX_Win_device wi
     if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
         return MPI_ERR_WIN;
     }
-    if (target < 0 || target >= MPIX_GPUIC_LDG(&win->nranks)) {
+    if (target < 0 || target >= win.nranks) {
         return MPI_ERR_RANK;
     }
     return MPI_SUCCESS;
 }
 
 /**
- * Resolves @p target of @p win into *t and returns t->status: MPI_SUCCESS, MPI_ERR_WIN (t->win
+ * Resolves @p target of @p win into *t and returns t->status: MPI_SUCCESS, MPI_ERR_WIN (t->desc
  * is then NULL), MPI_ERR_RANK, MPI_ERR_RMA_RANGE (the target exposes no memory) or
  * MPI_ERR_UNSUPPORTED_OPERATION (the target is not reachable from device code).
  */
@@ -101,7 +102,7 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_Win_devic
     int rc = gpuic_dev_check_rank(win, target);
     int32_t path;
 
-    t->win = rc == MPI_ERR_WIN ? NULL : win;
+    t->desc = rc == MPI_ERR_WIN ? NULL : win.desc;
     t->rank = target;
     t->proxy = false;
     t->mapped = false;
@@ -118,21 +119,20 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_Win_devic
     }
     /* Every field the P2P path needs is loaded at once, ahead of any branch (the loads are
      * in flight together: one trip to the cache, not one per branch), and the P2P path
-     * loads nothing else. */
-    peer = &win->peers[target];
+     * loads nothing else: the rest comes with the handle's value. */
+    peer = &win.desc->peers[target];
     path = MPIX_GPUIC_LDG(&peer->path);
     t->size = MPIX_GPUIC_LDG(&peer->size);
     t->base = (char *)(uintptr_t)MPIX_GPUIC_LDG(&peer->base);
     t->disp_unit = MPIX_GPUIC_LDG(&peer->disp_unit);
-    t->same_gpu = (MPIX_GPUIC_LDG(&win->flags) & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
+    t->same_gpu = (win.flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
     t->atomics_p2p = true;
     t->loads = true;
     if (path == MPIX_GPUIC_DEVICE_PATH_P2P) {
         return t->status = MPI_SUCCESS;
     }
     if (path == MPIX_GPUIC_DEVICE_PATH_PROXY) {
-        t->queue = (MPIX_Gpuic_device_queue *)(uintptr_t)MPIX_GPUIC_LDG(
-            (const unsigned long long *)&win->queue);
+        t->queue = win.queue;
     }
     if (t->queue == NULL) {
         t->base = NULL;

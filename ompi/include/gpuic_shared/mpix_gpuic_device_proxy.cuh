@@ -515,7 +515,7 @@ __device__ static inline int gpuic_dev_proxy_wait_pushed(const MPIX_Device_targe
     }
     return gpuic_dev_proxy_await(q, done_p, seq, true, false)
                ? MPI_SUCCESS
-               : gpuic_dev_fail(t->win, MPI_ERR_OTHER);
+               : gpuic_dev_fail(t->desc, MPI_ERR_OTHER);
 }
 
 /*
@@ -577,7 +577,7 @@ __device__ static inline int gpuic_dev_proxy_reserve_slow(const MPIX_Device_targ
     atomicAdd(&q->full_waits, 1ull);
     return gpuic_dev_proxy_await(q, NULL, want, false, true)
                ? MPI_SUCCESS
-               : gpuic_dev_fail(t->win, MPI_ERR_OTHER);
+               : gpuic_dev_fail(t->desc, MPI_ERR_OTHER);
 }
 
 /*
@@ -1209,7 +1209,7 @@ __device__ static inline int gpuic_dev_proxy_fetch_op(const MPIX_Device_target *
     int rc;
 
     if (waddr < base || waddr - base + 8 > t->size) {
-        return gpuic_dev_fail(t->win, MPI_ERR_UNSUPPORTED_OPERATION);
+        return gpuic_dev_fail(t->desc, MPI_ERR_UNSUPPORTED_OPERATION);
     }
     rc = gpuic_dev_proxy_atomic(t, GPUIC_WQE_OP_ATOMIC_FA, 0, 0, waddr, &cur);
     for (;;) {
@@ -1223,7 +1223,7 @@ __device__ static inline int gpuic_dev_proxy_fetch_op(const MPIX_Device_target *
             memcpy(&oldv, &part, 4);
         }
         if (!gpuic_dev_combiner<T, INTEGER>::apply(op, origin, oldv, &newv)) {
-            return gpuic_dev_fail(t->win, MPI_ERR_ARG);
+            return gpuic_dev_fail(t->desc, MPI_ERR_ARG);
         }
         if (op == MPIX_DEVICE_NO_OP) {
             break;
@@ -1279,7 +1279,7 @@ __device__ static inline int gpuic_dev_proxy_fetch_op_at(const MPIX_Device_targe
             t, raddr + 8 * i, op, origin ? ((const double *)origin)[i] : 0.0,
             result ? (double *)result + i : NULL);
     }
-    return gpuic_dev_fail(t->win, MPI_ERR_ARG);
+    return gpuic_dev_fail(t->desc, MPI_ERR_ARG);
 }
 
 /*

@@ -2,7 +2,7 @@
  * mpix_gpuic_device_types.h - the device-side description of a gpuic window (plain C, shared
  * by the host library that builds it and the device code that reads it).
  *
- * A kernel receives an MPIX_Win_device (a device pointer to this structure) from
+ * A kernel receives an MPIX_Win_device (a by-value handle that points to this structure) from
  * MPIX_Win_get_device_handle() and passes it to the MPIX_*_device calls of
  * mpix_gpuic_device.cuh.  Its fields are read-only for device code except *error_word.
  * The argument types of those calls (operations, element types, signal updates, conditions)
@@ -17,8 +17,8 @@
 extern "C" {
 #endif
 
-/** "gpuidev" followed by the layout version (2). */
-#define MPIX_GPUIC_DEVICE_MAGIC 0x6770756964657602ULL
+/** "gpuidev" followed by the layout version (3: the handle passed by value). */
+#define MPIX_GPUIC_DEVICE_MAGIC 0x6770756964657603ULL
 
 /** How device code reaches one target's window. */
 typedef enum MPIX_Gpuic_device_path {
@@ -132,8 +132,23 @@ typedef struct MPIX_Gpuic_device_win {
 /** Every reachable target is on the calling process's own GPU. */
 #define MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU 0x1u
 
-/** What kernels receive: a device pointer to the window's description. */
-typedef MPIX_Gpuic_device_win *MPIX_Win_device;
+/**
+ * What kernels receive: the window's device handle, a small structure passed by value.  As a
+ * kernel argument it lives in the kernel's parameter space, so the checks every call makes
+ * (a live handle, a rank in range) and the window-wide facts (scope, device queue) cost no
+ * memory access; only the target's entry of the description is loaded.  A zero-filled handle
+ * is not valid (device calls return MPI_ERR_WIN).
+ */
+typedef struct MPIX_Win_device {
+    /** Device address of the window's description (peers, error word), NULL when none. */
+    MPIX_Gpuic_device_win *desc;
+    uint64_t magic;  /**< MPIX_GPUIC_DEVICE_MAGIC in a handle from MPIX_Win_get_device_handle */
+    int32_t  rank;   /**< desc->rank */
+    int32_t  nranks; /**< desc->nranks */
+    uint32_t flags;  /**< desc->flags */
+    uint32_t reserved;
+    MPIX_Gpuic_device_queue *queue; /**< desc->queue */
+} MPIX_Win_device;
 
 /** Predefined operations of MPIX_Accumulate_device and MPIX_Fetch_and_op_device. */
 typedef enum MPIX_Device_op {

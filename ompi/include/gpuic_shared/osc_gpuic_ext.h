@@ -21,9 +21,10 @@ struct ompi_win_t;
 struct ompi_datatype_t;
 struct ompi_op_t;
 struct ompi_group_t;
+struct MPIX_Win_device;
 
-/** "gpuic" in ASCII followed by the extension ABI number (3). */
-#define OMPI_OSC_GPUIC_EXT_MAGIC 0x6770756963000003ULL
+/** "gpuic" in ASCII followed by the extension ABI number (4). */
+#define OMPI_OSC_GPUIC_EXT_MAGIC 0x6770756963000004ULL
 
 /**
  * The stream-triggered calls (MPIX_*_enqueue, mpix_gpuic.h), one entry per call with the same
@@ -87,10 +88,11 @@ typedef struct ompi_osc_gpuic_ext {
      */
     int (*target_path)(void *module, int rank, int *path);
     /**
-     * Returns the window's device handle (a device pointer to its MPIX_Gpuic_device_win),
-     * built on first use and freed with the window.
+     * Returns the window's device handle (mpix_gpuic_device_types.h: a value that points to
+     * the window's MPIX_Gpuic_device_win in device memory), built on first use and freed
+     * with the window.
      */
-    int (*device_handle)(void *module, void **handle_p);
+    int (*device_handle)(void *module, struct MPIX_Win_device *handle);
     /** Frees the device handle (kernels using it must have finished); a later device_handle
      *  call builds a new one. */
     int (*device_handle_release)(void *module);

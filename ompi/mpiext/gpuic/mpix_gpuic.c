@@ -4,6 +4,7 @@
 #include "ompi_config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "mpi.h"
 #include "opal/mca/base/mca_base_var.h"
@@ -137,14 +138,19 @@ int MPIX_Win_gpuic_device_path(MPI_Win win, int rank, int *path)
 int MPIX_Win_get_device_handle(MPI_Win win, MPIX_Win_device *handle)
 {
     ompi_osc_gpuic_ext_t *ext = mpix_gpuic_ext(win);
-    void *h = NULL;
+    MPIX_Win_device h;
     int rc;
 
+    memset(&h, 0, sizeof(h));
     if (ext == NULL) {
+        memset(handle, 0, sizeof(*handle));
         return MPI_ERR_WIN;
     }
     rc = ext->device_handle(win->w_osc_module, &h);
-    *handle = rc == MPI_SUCCESS ? (MPIX_Win_device)h : NULL;
+    if (rc != MPI_SUCCESS) {
+        memset(&h, 0, sizeof(h));
+    }
+    *handle = h;
     return rc;
 }
 

@@ -75,8 +75,9 @@ int MPIX_Win_is_gpuic(MPI_Win win, int *flag);
 int MPIX_Win_gpuic_target_path(MPI_Win win, int rank, int *path);
 
 /**
- * Returns the device handle of @p win for kernels (mpix_gpuic_device.cuh).  The handle lives
- * as long as the window; calling again returns the same handle.  Errors that device calls
+ * Returns the device handle of @p win for kernels (mpix_gpuic_device.cuh): a value that kernels
+ * take as an argument and pass to the device calls (*handle is zero-filled on error).  The
+ * handle lives as long as the window; calling again returns the same handle.  Errors that device calls
  * record are returned by the window's next synchronization call (flush, unlock, fence,
  * complete, wait) as their MPI error class.
  * @return MPI_ERR_WIN when @p win is not a gpuic window; MPI_ERR_UNSUPPORTED_OPERATION when

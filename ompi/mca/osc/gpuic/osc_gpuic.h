@@ -199,6 +199,7 @@ typedef struct ompi_osc_gpuic_module {
     bool                       gpu;        /**< the window memory is device memory */
     bool                       gpu_owned;  /**< ...allocated by gpuic (MPI_Win_allocate) */
     void                       *dev_handle; /**< device copy of the MPIX_Gpuic_device_win */
+    MPIX_Win_device            dev_value;  /**< the handle kernels get, pointing to it */
     uint32_t                   *dev_error;  /**< host word device calls record errors in */
     void                       *dev_error_dev; /**< its device address */
     struct ompi_osc_gpuic_devqueue *devq;   /**< the device queue, or NULL (devqueue.c) */
@@ -599,8 +600,14 @@ int ompi_osc_gpuic_gpu_peer_setup(ompi_osc_gpuic_module_t *module, int rank,
 void ompi_osc_gpuic_gpu_cleanup(ompi_osc_gpuic_module_t *module);
 /** The MPI error class a device call recorded since the last check (0 when none); clears it. */
 int ompi_osc_gpuic_device_error(ompi_osc_gpuic_module_t *module);
-/** ext entry point: the window's device handle (built on first use). */
+/** The window's device description (built on first use): its device address in *handle_p. */
 int ompi_osc_gpuic_device_handle(void *module, void **handle_p);
+/** ext entry point: the window's device handle, the value kernels receive (built on first
+ *  use). */
+int ompi_osc_gpuic_device_handle_get(void *module, MPIX_Win_device *handle);
+/** The device handle of the description at device address @p desc, whose host copy is
+ *  @p host. */
+MPIX_Win_device ompi_osc_gpuic_device_value(void *desc, const MPIX_Gpuic_device_win *host);
 /** ext entry point: frees the device handle; MPI_ERR_ARG when none exists. */
 int ompi_osc_gpuic_device_handle_release(void *module);
 /** ext entry point: the device path of @p rank in the current handle. */

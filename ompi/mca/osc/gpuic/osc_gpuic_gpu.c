@@ -445,9 +445,37 @@ int ompi_osc_gpuic_device_handle(void *m, void **handle_p)
         gpuic_cuda_mem_free(module->dev_handle);
         module->dev_handle = NULL;
         rc = MPI_ERR_NO_MEM;
+    } else {
+        module->dev_value = ompi_osc_gpuic_device_value(module->dev_handle, host);
     }
     free(host);
     *handle_p = module->dev_handle;
+    return rc;
+}
+
+MPIX_Win_device ompi_osc_gpuic_device_value(void *desc, const MPIX_Gpuic_device_win *host)
+{
+    MPIX_Win_device h;
+
+    memset(&h, 0, sizeof(h));
+    h.desc = desc;
+    h.magic = host->magic;
+    h.rank = host->rank;
+    h.nranks = host->nranks;
+    h.flags = host->flags;
+    h.queue = host->queue;
+    return h;
+}
+
+int ompi_osc_gpuic_device_handle_get(void *m, MPIX_Win_device *handle)
+{
+    ompi_osc_gpuic_module_t *module = m;
+    void *desc = NULL;
+    int rc = ompi_osc_gpuic_device_handle(module, &desc);
+
+    if (rc == OMPI_SUCCESS) {
+        *handle = module->dev_value;
+    }
     return rc;
 }
 
@@ -505,6 +533,7 @@ int ompi_osc_gpuic_device_handle_release(void *m)
     ompi_osc_gpuic_devqueue_release(module);
     gpuic_cuda_mem_free(module->dev_handle);
     module->dev_handle = NULL;
+    memset(&module->dev_value, 0, sizeof(module->dev_value));
     free(module->dev_paths);
     module->dev_paths = NULL;
     return OMPI_SUCCESS;

@@ -54,8 +54,10 @@ typedef struct ompi_osc_gpuic_stream_state {
      * that handle was released and rebuilt); read without a lock once ready is set. */
     int32_t  nranks;
     int32_t  rank;
-    void     *win;        /**< the window's device handle it was made from (MPIX_Win_device) */
+    void     *win;        /**< the window's device description it was made from */
     void     *sync_dev;   /**< device copy of the sync blocks' MPIX_Gpuic_device_win */
+    MPIX_Win_device win_value;  /**< the window's device handle, as kernels take it */
+    MPIX_Win_device sync_value; /**< the sync blocks' device handle */
     void     *blocks_dev; /**< device array of the mapped sync blocks, by rank */
     /** MPIX_GPUIC_STREAM_SAME_GPU when every sync block is on this GPU; _DATA_SAME_GPU when
      *  every target's window is; _PROXY when some target takes the proxy path (the window has a

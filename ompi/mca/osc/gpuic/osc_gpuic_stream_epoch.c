@@ -27,8 +27,8 @@ static void ompi_osc_gpuic_stream_sync_args(const ompi_osc_gpuic_stream_state_t 
                                             mpix_gpuic_stream_sync_args_t *a)
 {
     memset(a, 0, sizeof(*a));
-    a->win = (MPIX_Win_device)st->win;
-    a->sync = (MPIX_Win_device)st->sync_dev;
+    a->win = st->win_value;
+    a->sync = st->sync_value;
     a->own = st->block;
     a->blocks_dev = st->blocks_dev;
     a->target = -1;

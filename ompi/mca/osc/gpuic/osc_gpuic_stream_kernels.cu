@@ -420,7 +420,7 @@ extern "C" __global__ void mpix_gpuic_k_unlock_all(sync_args_t a)
                 (void)MPIX_Fetch_and_add_device(1, NULL, r,
                                                 sync_disp(MPIX_GPUIC_SYNC_LOCK(a.nranks)),
                                                 a.sync);
-                (void)gpuic_dev_fail(a.win, MPI_ERR_RMA_SYNC);
+                (void)gpuic_dev_fail(a.win.desc, MPI_ERR_RMA_SYNC);
             }
         }
     }

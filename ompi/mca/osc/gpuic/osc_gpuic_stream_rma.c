@@ -324,7 +324,7 @@ static int ompi_osc_gpuic_stream_xfer(bool is_put, void *origin, int ocount,
     }
     ompi_osc_gpuic_stream_xfer_shape(obytes, (uint64_t)du, &grid, &block, &chunk);
     memset(&a, 0, sizeof(a));
-    a.win = (MPIX_Win_device)st->win;
+    a.win = st->win_value;
     a.origin = is_put ? dptr : 0;
     a.result = is_put ? 0 : dptr;
     a.bytes = obytes;
@@ -381,7 +381,9 @@ static int ompi_osc_gpuic_stream_atomic_prepare(struct ompi_win_t *win,
         rc = ompi_osc_gpuic_stream_target_ready(module, st, target, false);
     }
     memset(a, 0, sizeof(*a));
-    a->win = rc == MPI_SUCCESS ? (MPIX_Win_device)st->win : NULL;
+    if (rc == MPI_SUCCESS) {
+        a->win = st->win_value; /* else zero: not a valid handle */
+    }
     a->target = target;
     a->disp = (int64_t)tdisp;
     a->type = type;
@@ -436,7 +438,7 @@ int ompi_osc_gpuic_stream_accumulate(const void *origin, int ocount,
         return rc;
     }
     memset(&a, 0, sizeof(a));
-    a.win = (MPIX_Win_device)st->win;
+    a.win = st->win_value;
     a.origin = dptr;
     a.target = target;
     a.disp = (int64_t)tdisp;
@@ -537,7 +539,7 @@ static int ompi_osc_gpuic_stream_flush_any(int kernel, int target, struct ompi_w
         return MPI_SUCCESS;
     }
     memset(&a, 0, sizeof(a));
-    a.win = (MPIX_Win_device)st->win;
+    a.win = st->win_value;
     a.target = target;
     return ompi_osc_gpuic_stream_launch(kernel, 1, 1, stream, &a);
 }

@@ -536,7 +536,7 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     module->super = ompi_osc_gpuic_module_template;
     module->ext.magic = OMPI_OSC_GPUIC_EXT_MAGIC;
     module->ext.target_path = ompi_osc_gpuic_target_path;
-    module->ext.device_handle = ompi_osc_gpuic_device_handle;
+    module->ext.device_handle = ompi_osc_gpuic_device_handle_get;
     module->ext.device_path = ompi_osc_gpuic_device_path;
     module->ext.device_handle_release = ompi_osc_gpuic_device_handle_release;
     module->ext.stream = ompi_osc_gpuic_stream_ops;
