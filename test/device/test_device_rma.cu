@@ -414,13 +414,20 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
                             ? MPIX_GPUIC_PATH_UCX
                             : MPIX_GPUIC_PATH_DIRECT;
 
+        bool right_remote = per_node > 0 && right / per_node != rank / per_node;
+
         CHECK(nranks == 1 || right == rank ||
-              path == (host_window ? host_path : MPIX_GPUIC_PATH_IPC));
+              path == (host_window    ? host_path
+                       : right_remote ? MPIX_GPUIC_PATH_UCX
+                                      : MPIX_GPUIC_PATH_IPC));
     }
     for (int r = 0; r < nranks; ++r) {
+        /* a GPU window of another (emulated) node is reached through the device queue too */
+        bool remote = per_node > 0 && r / per_node != rank / per_node;
+
         CHECK(MPIX_Win_gpuic_device_path(win, r, &path) == MPI_SUCCESS);
-        CHECK(path == (host_window || forced_proxy ? MPIX_GPUIC_DEVICE_PATH_PROXY
-                                                   : MPIX_GPUIC_DEVICE_PATH_P2P));
+        CHECK(path == (host_window || forced_proxy || remote ? MPIX_GPUIC_DEVICE_PATH_PROXY
+                                                             : MPIX_GPUIC_DEVICE_PATH_P2P));
     }
     CHECK(MPIX_Win_gpuic_device_path(win, nranks, &path) == MPI_ERR_RANK);
     CUDA_CHECK(cudaMalloc(&d_rc, NRC * sizeof(int)));
@@ -516,6 +523,10 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
           h_rc[3] == MPI_SUCCESS);
     CHECK(h_rc[4] == MPI_ERR_RMA_RANGE && h_rc[5] == MPI_ERR_RANK && h_rc[6] == MPI_ERR_RANK);
     CHECK(h_rc[7] == MPI_SUCCESS && h_rc[8] == MPI_SUCCESS && h_rc[9] == MPI_SUCCESS);
+    if (h_rc[7] != MPI_SUCCESS || h_rc[8] != MPI_SUCCESS || h_rc[9] != MPI_SUCCESS) {
+        fprintf(stderr, "[rank %d] resolved self %d, signal add %d, flush %d\n", rank, h_rc[7],
+                h_rc[8], h_rc[9]);
+    }
     {
         int rc = MPI_Win_flush_all(win), cls = MPI_SUCCESS; /* the recorded range error */
         if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);

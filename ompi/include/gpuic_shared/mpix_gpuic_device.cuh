@@ -58,11 +58,10 @@
  * Orders this thread's stores into a target window before its later stores (a signal word, or
  * whatever announces completion), as seen by every observer of the target: kernels of other
  * processes on the same GPU, other GPUs, host threads.  Release ordering is all a flush owes:
- * a release fence where the architecture and compiler have one (sm_90, PTX 8.6: it leaves the
- * L1 valid, so the next call's loads of the window's description hit), an acquire-release
- * fence before; device scope
- * is enough when every target shares our GPU (its L2 is where all of them meet), system scope
- * otherwise.
+ * a release fence where the architecture and compiler have one (sm_90, PTX 8.6: unlike an
+ * acquire-release fence it leaves the L1 valid, so the next call's loads of the window's
+ * description hit), an acquire-release fence before.  Device scope is enough when every
+ * target shares our GPU (its L2 is where all of them meet), system scope otherwise.
  */
 __device__ static inline void gpuic_dev_fence_data_to_peer(bool same_gpu)
 {

@@ -649,7 +649,8 @@ __device__ static inline int gpuic_dev_proxy_reserve_warp(const MPIX_Device_targ
         return gpuic_dev_proxy_reserve(t, nbb, seq_p);
     }
 
-    unsigned long long key = (unsigned long long)(uintptr_t)t->queue ^ ((unsigned long long)nbb << 60);
+    unsigned long long key =
+        (unsigned long long)(uintptr_t)t->queue ^ ((unsigned long long)nbb << 60);
     unsigned group = __match_any_sync(active, key);
     unsigned leader = (unsigned)__ffs(group) - 1;
     unsigned below = __popc(group & ((1u << lane) - 1u)), total = nbb * __popc(group);
