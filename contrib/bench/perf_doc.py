@@ -233,7 +233,12 @@ FLOORS = [
     ("store + `fence.acq_rel.gpu`", "dissect_store_fence_acqrel_gpu"),
     ("store + `__threadfence()`", "dissect_store_threadfence"),
     ("store + `fence.acq_rel.sys`", "dissect_store_fence_acqrel_sys"),
-    ("the API's checks by rank (handle loads)", "dissect_resolve_only"),
+    ("store + `fence.release.gpu` (what a flush uses on sm_90)", "dissect_store_fence_release_gpu"),
+    ("store + `fence.release.sys`", "dissect_store_fence_release_sys"),
+    ("store + `fence.acq_rel.gpu` + a load of the target's entry", "dissect_store_acqrel_gpu_desc_load"),
+    ("store + `fence.release.gpu` + a load of the target's entry",
+     "dissect_store_release_gpu_desc_load"),
+    ("the API's checks by rank (the target's entry of the description)", "dissect_resolve_only"),
     ("`MPIX_Put_device` by rank, no flush", "dissect_api_put_noflush"),
 ]
 

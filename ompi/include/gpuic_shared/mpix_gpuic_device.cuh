@@ -589,7 +589,7 @@ __device__ static inline int MPIX_Get_device_block(void *origin, size_t bytes, i
 
 /* ---------------------------------------------------------------------------------------- */
 /* Calls on a resolved target (MPIX_Win_target_device): the same semantics and error classes   */
-/* as the calls by rank, without the handle loads.                                           */
+/* as the calls by rank, without loading the target's entry of the description.             */
 
 /** MPIX_Put_device on a resolved target. */
 __device__ static inline int MPIX_Put_target_device(const MPIX_Device_target *t, const void *origin,
