@@ -49,7 +49,8 @@
  *   floor dissect_*           put + flush taken apart: a raw store, a store plus each fence
  *                             flavour (acquire-release and release-only), MPIX_Put_device
  *                             without a flush, a raw remote load, a store + fence + load of
- *                             the window's description (what a call by rank reads next)
+ *                             the window's description (what a call by rank reads next),
+ *                             an 8-byte get taken apart (plain load, the API's copy, the API)
  * Times come from %globaltimer inside the kernels (ns), or host clocks for host-side floors.
  */
 #include <cuda_runtime.h>
@@ -402,10 +403,14 @@ static double bw_measure(MPIX_Win_device h, int peer, char *d_src, size_t bytes,
  * without a flush, 5: raw 8-byte load, 6: store of a value loaded from the origin buffer,
  * 7: the API's checks alone, 8: MPIX_Put_device to one address, 9 and 10: store +
  * fence.release.gpu / .sys, 11 and 12: store + fence.acq_rel.gpu / fence.release.gpu, then a
- * load of the target's entry in the window's description). */
+ * load of the target's entry in the window's description, 13: a plain load of the peer's word,
+ * 14: the same through the API's copy into a local variable, 15: MPIX_Get_target_device). */
 __global__ void k_dissect(MPIX_Win_device win, volatile uint64_t *remote, int peer, int mode,
                           int iters, const uint64_t *src, uint64_t *ns)
 {
+    MPIX_Device_target t;
+
+    MPIX_Win_target_device(win, peer, &t);
     uint64_t t0 = now_ns(), sum = 0;
     for (int i = 0; i < iters; ++i) {
         volatile uint64_t *p = remote + (i % 1024);
@@ -429,11 +434,24 @@ __global__ void k_dissect(MPIX_Win_device win, volatile uint64_t *remote, int pe
             asm volatile("fence.acq_rel.gpu;" ::: "memory");
             sum += __ldg(&win.desc->peers[peer].size);
             break;
-        default:
+        case 12:
             *p = i;
             asm volatile("fence.release.gpu;" ::: "memory");
             sum += __ldg(&win.desc->peers[peer].size);
             break;
+        /* where an 8-byte get spends its time: a plain (cacheable) load of the peer's word,
+         * the same through the API's copy into a local variable, the API's resolved get */
+        case 13: sum += *(const uint64_t *)p; break;
+        case 14: {
+            uint64_t v;
+            gpuic_dev_copy((char *)&v, (const char *)p, 8, 0, 1);
+            sum += v;
+        } break;
+        default: {
+            uint64_t v;
+            MPIX_Get_target_device(&t, &v, 8, (MPI_Aint)(i % 1024) * 8);
+            sum += v;
+        } break;
         }
     }
     *ns = now_ns() - t0;
@@ -840,7 +858,9 @@ int main(int argc, char **argv)
                                       "dissect_store_fence_release_gpu",
                                       "dissect_store_fence_release_sys",
                                       "dissect_store_acqrel_gpu_desc_load",
-                                      "dissect_store_release_gpu_desc_load"};
+                                      "dissect_store_release_gpu_desc_load",
+                                      "dissect_get_plain_load", "dissect_get_copy_local",
+                                      "dissect_get_api_resolved"};
         MPIX_Gpuic_device_win *hw = (MPIX_Gpuic_device_win *)malloc(
             sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer));
         cudaMemcpy(hw, h.desc, sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer),
