@@ -54,6 +54,11 @@ static int ompi_osc_gpuic_agent_create(ompi_osc_gpuic_module_t *module)
     }
     memset(ring, 0, sizeof(mpix_gpuic_agent_ring_t));
     agent->ring = ring;
+    /* The kernel image now (at window creation, where the agent is prepared): under lazy
+     * loading the agent's first launch would load it, which waits for the context's running
+     * kernels, and that launch may come from a peer's atomic while this process's own kernel
+     * waits in a flush for that peer.  A failure shows at that launch. */
+    (void)ompi_osc_gpuic_stream_load();
     __atomic_store_n(&module->gpu_agent, agent, __ATOMIC_RELEASE);
     return OMPI_SUCCESS;
 }

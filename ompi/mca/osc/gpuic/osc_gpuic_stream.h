@@ -176,6 +176,11 @@ unsigned ompi_osc_gpuic_stream_sync_threads(int nranks);
 void ompi_osc_gpuic_stream_xfer_shape(uint64_t bytes, uint64_t disp_unit, unsigned *grid_p,
                                       unsigned *block_p, uint64_t *chunk_p);
 /**
+ * Loads the embedded image, every kernel of it, into the current context, as the first launch
+ * there would (a no-op once loaded).
+ */
+int ompi_osc_gpuic_stream_load(void);
+/**
  * Launches kernel @p kernel (mpix_gpuic_stream_kernel_t) of the embedded image, loaded into
  * the current context on first use, on @p stream with one argument, the structure at @p args;
  * with programmatic dependent launch when the loaded code begins with the griddepcontrol

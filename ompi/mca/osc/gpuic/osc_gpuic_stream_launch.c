@@ -155,6 +155,14 @@ static int ompi_osc_gpuic_stream_function(int kernel, void **fn_p, unsigned *fla
     return *fn_p != NULL ? OMPI_SUCCESS : ompi_osc_gpuic_error(status);
 }
 
+int ompi_osc_gpuic_stream_load(void)
+{
+    void *fn = NULL;
+    unsigned flags = 0;
+
+    return ompi_osc_gpuic_stream_function(MPIX_GPUIC_K_AGENT, &fn, &flags);
+}
+
 int ompi_osc_gpuic_stream_launch(int kernel, unsigned grid, unsigned block, void *stream,
                                  void *args)
 {
