@@ -1,8 +1,9 @@
 /*
- * The MPIX host API: version and capability queries, recognising gpuic windows, and the path
- * that serves each target (self, direct mapping, UCX).
+ * The MPIX host API: version and capability queries, recognising gpuic windows, the path
+ * that serves each target (self, direct mapping, UCX), and the device handle's value on error.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "mpi_test.h"
 #include "mpix_gpuic.h"
@@ -50,6 +51,28 @@ int main(int argc, char **argv)
     CHECK(MPIX_Win_release_device_handle(awin) == MPI_ERR_ARG);
     CHECK(MPIX_Win_release_device_handle(MPI_WIN_NULL) == MPI_ERR_WIN);
     CHECK(MPIX_Win_gpuic_target_path(awin, -1, &path) == MPI_ERR_RANK);
+
+    /* the device handle: a value, zero-filled (not valid) whenever the call fails */
+    {
+        static const MPIX_Win_device zero;
+        MPIX_Win_device h;
+        int rc;
+
+        memset(&h, 0xab, sizeof(h));
+        CHECK(MPIX_Win_get_device_handle(MPI_WIN_NULL, &h) == MPI_ERR_WIN);
+        CHECK(memcmp(&h, &zero, sizeof(h)) == 0);
+        memset(&h, 0xab, sizeof(h));
+        rc = MPIX_Win_get_device_handle(awin, &h);
+        if (rc == MPI_SUCCESS) {
+            CHECK(h.desc != NULL && h.magic == MPIX_GPUIC_DEVICE_MAGIC && h.rank == rank &&
+                  h.nranks == n);
+            CHECK(MPIX_Win_release_device_handle(awin) == MPI_SUCCESS);
+        } else {
+            /* no usable CUDA device in this process */
+            CHECK(rc == MPI_ERR_UNSUPPORTED_OPERATION);
+            CHECK(memcmp(&h, &zero, sizeof(h)) == 0);
+        }
+    }
 
     /* MPI_Win_create memory: mapped where UCX maps it, else cross-memory copies where the
      * system allows them, else UCX */
