@@ -2,8 +2,8 @@
  * mpix_gpuic_device.cuh - MPI RMA from CUDA kernels on gpuic windows (header-only).
  *
  * Host code gets a window's device handle with MPIX_Win_get_device_handle() (mpix_gpuic.h)
- * and passes it to kernels.  Device code then puts, gets, signals, updates atomically and
- * flushes, with MPI semantics:
+ * and passes it to kernels by value, as an argument (its checks then read no memory).  Device
+ * code then puts, gets, signals, updates atomically and flushes, with MPI semantics:
  *
  *  - Every call returns MPI_SUCCESS or an MPI error class, and never touches memory outside
  *    the target window: MPI_ERR_WIN (not a valid handle), MPI_ERR_RANK (no such target),
