@@ -278,12 +278,7 @@ static int proxy_setup(proxy_setup_t *p, size_t size, uint64_t nrecords, unsigne
         w->peers[0].key = p->key;
         ok = cudaMalloc((void **)&p->dwin, win_len) == cudaSuccess &&
              cudaMemcpy(p->dwin, w, win_len, cudaMemcpyHostToDevice) == cudaSuccess;
-        memset(&p->handle, 0, sizeof(p->handle));
-        p->handle.desc = p->dwin;
-        p->handle.magic = w->magic;
-        p->handle.rank = w->rank;
-        p->handle.nranks = w->nranks;
-        p->handle.queue = w->queue;
+        p->handle = gpuic_dev_handle_of(p->dwin, w);
         free(w);
         return ok;
     }

@@ -358,12 +358,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* the handle as MPIX_Win_get_device_handle makes it (all zero: no handle) */
     memset(&win, 0, sizeof(win));
     if (!null_handle) {
-        win.desc = built;
-        win.magic = built->magic;
-        win.rank = built->rank;
-        win.nranks = built->nranks;
-        win.flags = built->flags;
-        win.queue = built->queue;
+        win = gpuic_dev_handle_of(built, built);
     }
 
     for (int call = 0; call < MAX_CALLS && in.n > 0; ++call) {

@@ -150,6 +150,26 @@ typedef struct MPIX_Win_device {
     MPIX_Gpuic_device_queue *queue; /**< desc->queue */
 } MPIX_Win_device;
 
+/**
+ * The handle of the window description at device address @p desc whose host copy is @p host:
+ * what MPIX_Win_get_device_handle() returns (for host code that builds descriptions: the
+ * component, tests, studies).
+ */
+static inline MPIX_Win_device gpuic_dev_handle_of(MPIX_Gpuic_device_win *desc,
+                                                  const MPIX_Gpuic_device_win *host)
+{
+    MPIX_Win_device h;
+
+    h.desc = desc;
+    h.magic = host->magic;
+    h.rank = host->rank;
+    h.nranks = host->nranks;
+    h.flags = host->flags;
+    h.reserved = 0;
+    h.queue = host->queue;
+    return h;
+}
+
 /** Predefined operations of MPIX_Accumulate_device and MPIX_Fetch_and_op_device. */
 typedef enum MPIX_Device_op {
     MPIX_DEVICE_SUM,

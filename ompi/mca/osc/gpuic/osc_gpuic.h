@@ -605,9 +605,6 @@ int ompi_osc_gpuic_device_handle(void *module, void **handle_p);
 /** ext entry point: the window's device handle, the value kernels receive (built on first
  *  use). */
 int ompi_osc_gpuic_device_handle_get(void *module, MPIX_Win_device *handle);
-/** The device handle of the description at device address @p desc, whose host copy is
- *  @p host. */
-MPIX_Win_device ompi_osc_gpuic_device_value(void *desc, const MPIX_Gpuic_device_win *host);
 /** ext entry point: frees the device handle; MPI_ERR_ARG when none exists. */
 int ompi_osc_gpuic_device_handle_release(void *module);
 /** ext entry point: the device path of @p rank in the current handle. */

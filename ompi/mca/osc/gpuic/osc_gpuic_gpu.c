@@ -446,25 +446,11 @@ int ompi_osc_gpuic_device_handle(void *m, void **handle_p)
         module->dev_handle = NULL;
         rc = MPI_ERR_NO_MEM;
     } else {
-        module->dev_value = ompi_osc_gpuic_device_value(module->dev_handle, host);
+        module->dev_value = gpuic_dev_handle_of(module->dev_handle, host);
     }
     free(host);
     *handle_p = module->dev_handle;
     return rc;
-}
-
-MPIX_Win_device ompi_osc_gpuic_device_value(void *desc, const MPIX_Gpuic_device_win *host)
-{
-    MPIX_Win_device h;
-
-    memset(&h, 0, sizeof(h));
-    h.desc = desc;
-    h.magic = host->magic;
-    h.rank = host->rank;
-    h.nranks = host->nranks;
-    h.flags = host->flags;
-    h.queue = host->queue;
-    return h;
 }
 
 int ompi_osc_gpuic_device_handle_get(void *m, MPIX_Win_device *handle)

@@ -311,8 +311,8 @@ static int ompi_osc_gpuic_stream_describe(ompi_osc_gpuic_module_t *module,
         goto out;
     }
     st->all_p2p = all_p2p;
-    st->win_value = ompi_osc_gpuic_device_value(win, data);
-    st->sync_value = ompi_osc_gpuic_device_value(st->sync_dev, sync);
+    st->win_value = gpuic_dev_handle_of(win, data);
+    st->sync_value = gpuic_dev_handle_of(st->sync_dev, sync);
     st->sync_flags = (all_same_gpu ? MPIX_GPUIC_STREAM_SAME_GPU : 0) |
                      (data->queue != NULL ? MPIX_GPUIC_STREAM_PROXY : 0) |
                      ((data->flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU)
