@@ -9,6 +9,10 @@
  *  3. block gets of the small sizes and offsets, and a 1 MiB + 13 one, from the right
  *     neighbour into guarded local slots.
  * Each case has its own slot, so one kernel launch makes all cases of a kind at once.
+ * Where the right neighbour is on the proxy path (another emulated node, a forced proxy), each
+ * small case takes one entry and one flush through UCX: a fixed sample of one case in
+ * PROXY_EVERY (every size, every offset pair and every variant still occur) runs there, and the
+ * slots of the others must keep their guard bytes.  GPUIC_TEST_COPY_EVERY=1 runs all.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -31,6 +35,7 @@
 #define NLARGE 8
 #define LARGE_SLOT ((1u << 20) + 4096)
 #define SRC_BYTES ((1u << 20) + 4096)
+#define PROXY_EVERY 16
 
 static int rank, nranks;
 
@@ -45,6 +50,14 @@ __host__ __device__ static inline unsigned char case_byte(int writer, int c, siz
 struct small_case {
     int size, src_off, dst_off;
 };
+
+/* Whether small case @p c (of variant @p v) runs when one in @p every does: a hash of the
+ * case spreads the sample over sizes, offsets and variants. */
+__host__ __device__ static inline bool case_runs(int c, int v, int every)
+{
+    uint32_t x = ((uint32_t)c * NVARIANT + (uint32_t)v) * 2654435761u;
+    return every <= 1 || (x >> 16) % (uint32_t)every == 0;
+}
 
 __host__ __device__ static inline small_case small_of(int c)
 {
@@ -78,10 +91,15 @@ __global__ void k_fill(unsigned char *src, int me, int ncase, size_t slot, bool 
 }
 
 /* 1. one block per (case, variant): variant 0 is thread 0 alone, 1 is warp 0, 2 the block */
-__global__ void k_put_small(MPIX_Win_device win, int right, const unsigned char *src, int *rc)
+__global__ void k_put_small(MPIX_Win_device win, int right, const unsigned char *src, int every,
+                            int *rc)
 {
     int c = blockIdx.x / NVARIANT, v = blockIdx.x % NVARIANT, r = MPI_SUCCESS;
     small_case k = small_of(c);
+
+    if (!case_runs(c, v, every)) {
+        return;
+    }
     const unsigned char *o = src + (size_t)c * SLOT + SLOT_LEAD + k.src_off;
     MPI_Aint disp = (MPI_Aint)blockIdx.x * SLOT + SLOT_LEAD + k.dst_off;
 
@@ -115,11 +133,17 @@ __global__ void k_put_large(MPIX_Win_device win, int right, const unsigned char 
 }
 
 /* 3. block gets of the small cases, from the right neighbour's origin-filled window */
-__global__ void k_get_small(MPIX_Win_device win, int right, unsigned char *dst, int *rc)
+__global__ void k_get_small(MPIX_Win_device win, int right, unsigned char *dst, int every,
+                            int *rc)
 {
     int c = blockIdx.x;
     small_case k = small_of(c);
-    int r = MPIX_Get_device_block(dst + (size_t)c * SLOT + SLOT_LEAD + k.dst_off, k.size, right,
+    int r;
+
+    if (!case_runs(c, 0, every)) {
+        return;
+    }
+    r = MPIX_Get_device_block(dst + (size_t)c * SLOT + SLOT_LEAD + k.dst_off, k.size, right,
                                   (MPI_Aint)c * SLOT + SLOT_LEAD + k.src_off, win);
 
     if (r != MPI_SUCCESS) atomicExch(rc, r);
@@ -166,6 +190,8 @@ static void run(MPI_Win win, unsigned char *base, size_t win_bytes, int *d_rc)
     size_t src_bytes = (size_t)NSMALL * SLOT > (size_t)NLARGE * LARGE_SLOT
                            ? (size_t)NSMALL * SLOT : (size_t)NLARGE * LARGE_SLOT;
     unsigned char *d_src, *host;
+    const char *env = getenv("GPUIC_TEST_COPY_EVERY");
+    int every = 1;
     long bad;
 
     CHECK(MPIX_Win_get_device_handle(win, &h) == MPI_SUCCESS && h.desc != NULL);
@@ -173,6 +199,16 @@ static void run(MPI_Win win, unsigned char *base, size_t win_bytes, int *d_rc)
     if (rank == 0) {
         printf("# device path to the right neighbour: %s\n",
                path == MPIX_GPUIC_DEVICE_PATH_P2P ? "P2P" : "proxy");
+    }
+    if (env != NULL) {
+        every = atoi(env);
+    } else if (path != MPIX_GPUIC_DEVICE_PATH_P2P) {
+        every = PROXY_EVERY;
+    }
+    /* every rank samples alike: a rank checks what its left neighbour put */
+    MPI_Allreduce(MPI_IN_PLACE, &every, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0 && every > 1) {
+        printf("# one small case in %d\n", every);
     }
     host = (unsigned char *)malloc(win_bytes > src_bytes ? win_bytes : src_bytes);
     CUDA_CHECK(cudaMalloc(&d_src, src_bytes));
@@ -185,7 +221,7 @@ static void run(MPI_Win win, unsigned char *base, size_t win_bytes, int *d_rc)
 
     /* 1 and 2: puts into the right neighbour */
     k_fill<<<1024, 128>>>(d_src, rank, NSMALL, SLOT, false);
-    k_put_small<<<NSMALL * NVARIANT, 64>>>(h, right, d_src, d_rc);
+    k_put_small<<<NSMALL * NVARIANT, 64>>>(h, right, d_src, every, d_rc);
     CUDA_CHECK(cudaGetLastError());
     CUDA_CHECK(cudaDeviceSynchronize());
     CUDA_CHECK(cudaMemset(d_src, GUARD, src_bytes));
@@ -203,7 +239,9 @@ static void run(MPI_Win win, unsigned char *base, size_t win_bytes, int *d_rc)
     for (int s = 0; s < NSMALL * NVARIANT; ++s) {
         small_case k = small_of(s / NVARIANT);
         static const char *names[NVARIANT] = {"thread put", "warp put", "block put"};
-        bad += check_slot(host, SLOT, s, left, s / NVARIANT, k.dst_off, k.size,
+        bool ran = case_runs(s / NVARIANT, s % NVARIANT, every);
+
+        bad += check_slot(host, SLOT, s, left, s / NVARIANT, k.dst_off, ran ? k.size : 0,
                           names[s % NVARIANT]);
     }
     for (int c = 0; c < NLARGE; ++c) {
@@ -225,14 +263,15 @@ static void run(MPI_Win win, unsigned char *base, size_t win_bytes, int *d_rc)
     CUDA_CHECK(cudaDeviceSynchronize());
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_lock_all(0, win);
-    k_get_small<<<NSMALL, 96>>>(h, right, d_src, d_rc);
+    k_get_small<<<NSMALL, 96>>>(h, right, d_src, every, d_rc);
     CUDA_CHECK(cudaGetLastError());
     CUDA_CHECK(cudaDeviceSynchronize());
     CUDA_CHECK(cudaMemcpy(host, d_src, (size_t)NSMALL * SLOT, cudaMemcpyDefault));
     bad = 0;
     for (int c = 0; c < NSMALL; ++c) {
         small_case k = small_of(c);
-        bad += check_slot(host, SLOT, c, right, c, k.dst_off, k.size, "block get");
+        bad += check_slot(host, SLOT, c, right, c, k.dst_off,
+                          case_runs(c, 0, every) ? k.size : 0, "block get");
     }
     CUDA_CHECK(cudaMemset(d_src, GUARD, LARGE_SLOT));
     k_get_large<<<1, 1024>>>(h, right, d_src, large_base, d_rc);
