@@ -20,7 +20,9 @@
 
 #include "mpix_gpuic_device_check.h"
 
-#define MAX_RANKS 8
+/* above MPIX_GPUIC_DEVICE_HANDLE_PEERS: targets whose entries come from the handle and
+ * targets whose entries are loaded from the description */
+#define MAX_RANKS (MPIX_GPUIC_DEVICE_HANDLE_PEERS + 4)
 #define MAX_REAL_SIZE 4096
 #define MAX_CALLS 32
 

@@ -972,6 +972,38 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
     return MPI_SUCCESS;
 }
 
+/*
+ * A get of the 8-byte word at @p raddr on the proxy path (any alignment: the proxy reads it
+ * into the entry's staging area): the word comes back in *word, read into a register and
+ * acknowledged before the caller stores it (gpuic_dev_proxy_ack() says why in this order).
+ */
+__device__ static inline int gpuic_dev_proxy_get_word(const MPIX_Device_target *t, uint64_t raddr,
+                                                      uint64_t *word)
+{
+    MPIX_Gpuic_device_queue *q = t->queue;
+    gpuic_wqe_t wqe;
+    gpuic_wqe_hdr_t h;
+    uint64_t seq, host, t_fenced, t0 = gpuic_dev_proxy_trace_now();
+    int rc = gpuic_dev_proxy_reserve(t, 1, &seq);
+
+    if (rc != MPI_SUCCESS) {
+        return rc;
+    }
+    gpuic_dev_proxy_trace_open(q, seq, GPUIC_WQE_OP_RDMA_READ, sizeof(uint64_t), t0);
+    t_fenced = gpuic_dev_proxy_trace_now(); /* nothing staged: no fence */
+    h = gpuic_dev_proxy_hdr(t, seq);
+    gpuic_dev_proxy_stage(q, seq, &host);
+    gpuic_wqe_build_get(&wqe, &h, host, 0, (uint32_t)sizeof(uint64_t), raddr, t->key);
+    gpuic_dev_proxy_write(q, seq, &wqe, 1);
+    gpuic_dev_proxy_trace_published(q, seq, 1, 1, t_fenced);
+    rc = gpuic_dev_proxy_wait(t, seq + 1);
+    if (rc == MPI_SUCCESS) {
+        *word = *(const volatile uint64_t *)gpuic_dev_proxy_stage(q, seq, &host);
+    }
+    gpuic_dev_proxy_ack(q, seq, 1); /* read, or given up on */
+    return rc;
+}
+
 /* Gets @p bytes from @p raddr into @p origin; complete on return. */
 __device__ static inline int gpuic_dev_proxy_get(const MPIX_Device_target *t, void *origin,
                                                  size_t bytes, uint64_t raddr)
@@ -981,6 +1013,15 @@ __device__ static inline int gpuic_dev_proxy_get(const MPIX_Device_target *t, vo
     uint64_t seq, t0 = gpuic_dev_proxy_trace_now();
     int rc;
 
+    if (bytes == sizeof(uint64_t)) {
+        uint64_t v;
+
+        rc = gpuic_dev_proxy_get_word(t, raddr, &v);
+        if (rc == MPI_SUCCESS) {
+            gpuic_dev_store_word(origin, v);
+        }
+        return rc;
+    }
     if (gpuic_dev_proxy_zcopy_fits(origin, bytes)) {
         return gpuic_dev_proxy_zcopy(t, &wqe, GPUIC_WQE_OP_RDMA_READ, origin, bytes, raddr, 0, 0,
                                      0);
@@ -1018,15 +1059,6 @@ __device__ static inline int gpuic_dev_proxy_get(const MPIX_Device_target *t, vo
         if (rc != MPI_SUCCESS) {
             gpuic_dev_proxy_ack(q, seq, n); /* given up on */
             return rc;
-        }
-        if (left == sizeof(uint64_t) && ((uintptr_t)origin + off) % sizeof(uint64_t) == 0) {
-            /* one aligned word (staging areas are 64-byte aligned): read into a register,
-             * acknowledge, then store (gpuic_dev_proxy_ack() says why in this order) */
-            uint64_t host, v = *(const volatile uint64_t *)gpuic_dev_proxy_stage(q, seq, &host);
-
-            gpuic_dev_proxy_ack(q, seq, 1);
-            *(uint64_t *)((char *)origin + off) = v;
-            return MPI_SUCCESS;
         }
         for (unsigned i = 0; i < n; ++i) {
             size_t len = bytes - off < chunk_max ? bytes - off : chunk_max;
