@@ -20,9 +20,7 @@
 
 #include "mpix_gpuic_device_check.h"
 
-/* above MPIX_GPUIC_DEVICE_HANDLE_PEERS: targets whose entries come from the handle and
- * targets whose entries are loaded from the description */
-#define MAX_RANKS (MPIX_GPUIC_DEVICE_HANDLE_PEERS + 4)
+#define MAX_RANKS 8
 #define MAX_REAL_SIZE 4096
 #define MAX_CALLS 32
 

@@ -2,9 +2,8 @@
  * mpix_gpuic_device.cuh - MPI RMA from CUDA kernels on gpuic windows (header-only).
  *
  * Host code gets a window's device handle with MPIX_Win_get_device_handle() (mpix_gpuic.h)
- * and passes it to kernels by value, as an argument; the calls take it by reference, so its
- * checks and the entries of ranks below MPIX_GPUIC_DEVICE_HANDLE_PEERS are read from the
- * kernel's parameter space, not from memory.  Device code then puts, gets, signals, updates atomically and flushes, with MPI semantics:
+ * and passes it to kernels by value, as an argument (its checks then read no memory).  Device
+ * code then puts, gets, signals, updates atomically and flushes, with MPI semantics:
  *
  *  - Every call returns MPI_SUCCESS or an MPI error class, and never touches memory outside
  *    the target window: MPI_ERR_WIN (not a valid handle), MPI_ERR_RANK (no such target),
@@ -46,6 +45,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <mpi.h>
 
@@ -105,7 +105,7 @@ __device__ static inline uint64_t gpuic_dev_load_acquire_signal(const uint64_t *
  * of them then meet at its L2), system scope when another GPU or the host may take part.
  * Every origin of a window makes the same choice, so the two scopes never mix on one word.
  */
-__device__ static inline bool gpuic_dev_all_same_gpu(MPIX_GPUIC_WIN_ARG win)
+__device__ static inline bool gpuic_dev_all_same_gpu(MPIX_Win_device win)
 {
     return (win.flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
 }
@@ -137,7 +137,7 @@ __device__ static inline void gpuic_dev_signal_release(bool same_gpu, void *sig,
     }
 }
 
-__device__ static inline unsigned long long gpuic_dev_atomic_add64(MPIX_GPUIC_WIN_ARG win, void *t,
+__device__ static inline unsigned long long gpuic_dev_atomic_add64(MPIX_Win_device win, void *t,
                                                                    unsigned long long v)
 {
     return gpuic_dev_all_same_gpu(win) ? atomicAdd((unsigned long long *)t, v)
@@ -161,7 +161,7 @@ __device__ static inline unsigned int gpuic_dev_cas32_scoped(bool same_gpu, void
                     : atomicCAS_system((unsigned int *)t, cmp, v);
 }
 
-__device__ static inline unsigned long long gpuic_dev_atomic_cas64(MPIX_GPUIC_WIN_ARG win, void *t,
+__device__ static inline unsigned long long gpuic_dev_atomic_cas64(MPIX_Win_device win, void *t,
                                                                    unsigned long long cmp,
                                                                    unsigned long long v)
 {
@@ -198,7 +198,7 @@ __device__ static inline int gpuic_dev_checked(MPIX_Gpuic_device_win *desc, int 
 }
 
 /** Resolves @p target of @p win into *t (t->status holds the result, also returned). */
-__device__ static inline int MPIX_Win_target_device(MPIX_GPUIC_WIN_ARG win, int target,
+__device__ static inline int MPIX_Win_target_device(MPIX_Win_device win, int target,
                                                     MPIX_Device_target *t)
 {
     return gpuic_dev_checked(win.desc, gpuic_dev_target_resolve(win, target, t));
@@ -229,7 +229,7 @@ __device__ static inline int gpuic_dev_target_signal_addr(const MPIX_Device_targ
     return gpuic_dev_checked(t->desc, gpuic_dev_target_signal(t, disp, bytes, sig_disp, dst, sig));
 }
 
-__device__ static inline int gpuic_dev_resolve(MPIX_GPUIC_WIN_ARG win, int target, MPI_Aint disp,
+__device__ static inline int gpuic_dev_resolve(MPIX_Win_device win, int target, MPI_Aint disp,
                                                size_t bytes, size_t align, char **addr)
 {
     MPIX_Device_target t;
@@ -509,7 +509,7 @@ template <typename T> struct gpuic_dev_combiner<T, true> {
 /* The body of every put and get variant: a copy of [first, bytes) in steps of @p stride
  * between the origin and the resolved target address. */
 __device__ static inline int gpuic_dev_xfer(void *origin, size_t bytes, int target, MPI_Aint disp,
-                                            MPIX_GPUIC_WIN_ARG win, bool is_put, unsigned first,
+                                            MPIX_Win_device win, bool is_put, unsigned first,
                                             unsigned stride)
 {
     MPIX_Device_target t;
@@ -548,14 +548,14 @@ __device__ static inline int gpuic_dev_xfer(void *origin, size_t bytes, int targ
  * (in the target's displacement units).  Complete at the target after a flush.
  */
 __device__ static inline int MPIX_Put_device(const void *origin, size_t bytes, int target,
-                                             MPI_Aint disp, MPIX_GPUIC_WIN_ARG win)
+                                             MPI_Aint disp, MPIX_Win_device win)
 {
     return gpuic_dev_xfer((void *)origin, bytes, target, disp, win, true, 0, 1);
 }
 
 /** MPIX_Put_device by the 32 lanes of a warp together. */
 __device__ static inline int MPIX_Put_device_warp(const void *origin, size_t bytes, int target,
-                                                  MPI_Aint disp, MPIX_GPUIC_WIN_ARG win)
+                                                  MPI_Aint disp, MPIX_Win_device win)
 {
     int rc = gpuic_dev_xfer((void *)origin, bytes, target, disp, win, true, gpuic_dev_lane(), 32);
 
@@ -567,7 +567,7 @@ __device__ static inline int MPIX_Put_device_warp(const void *origin, size_t byt
  *  large buffer with several blocks, deal it out in chunks of a few hundred KiB round-robin
  *  rather than one slice a block: that keeps more of the link busy (docs/perf-2gpu.md). */
 __device__ static inline int MPIX_Put_device_block(const void *origin, size_t bytes, int target,
-                                                   MPI_Aint disp, MPIX_GPUIC_WIN_ARG win)
+                                                   MPI_Aint disp, MPIX_Win_device win)
 {
     __shared__ int first_rc;
     int rc = gpuic_dev_xfer((void *)origin, bytes, target, disp, win, true,
@@ -585,14 +585,14 @@ __device__ static inline int MPIX_Put_device_block(const void *origin, size_t by
 /** Gets @p bytes from @p target's window at @p disp into device memory @p origin; complete
  *  on return. */
 __device__ static inline int MPIX_Get_device(void *origin, size_t bytes, int target,
-                                             MPI_Aint disp, MPIX_GPUIC_WIN_ARG win)
+                                             MPI_Aint disp, MPIX_Win_device win)
 {
     return gpuic_dev_xfer(origin, bytes, target, disp, win, false, 0, 1);
 }
 
 /** MPIX_Get_device by the 32 lanes of a warp together. */
 __device__ static inline int MPIX_Get_device_warp(void *origin, size_t bytes, int target,
-                                                  MPI_Aint disp, MPIX_GPUIC_WIN_ARG win)
+                                                  MPI_Aint disp, MPIX_Win_device win)
 {
     int rc = gpuic_dev_xfer(origin, bytes, target, disp, win, false, gpuic_dev_lane(), 32);
 
@@ -602,7 +602,7 @@ __device__ static inline int MPIX_Get_device_warp(void *origin, size_t bytes, in
 
 /** MPIX_Get_device by all threads of a block together (synchronises the block). */
 __device__ static inline int MPIX_Get_device_block(void *origin, size_t bytes, int target,
-                                                   MPI_Aint disp, MPIX_GPUIC_WIN_ARG win)
+                                                   MPI_Aint disp, MPIX_Win_device win)
 {
     __shared__ int first_rc;
     int rc = gpuic_dev_xfer(origin, bytes, target, disp, win, false, gpuic_dev_block_rank(),
@@ -770,13 +770,13 @@ __device__ static inline int MPIX_Signal_wait_until_target_device(const MPIX_Dev
 /* Completion.                                                                              */
 
 /* MPI_SUCCESS when @p win is a live handle and @p target one of its ranks (recorded if not). */
-__device__ static inline int gpuic_dev_check_target(MPIX_GPUIC_WIN_ARG win, int target)
+__device__ static inline int gpuic_dev_check_target(MPIX_Win_device win, int target)
 {
     return gpuic_dev_checked(win.desc, gpuic_dev_check_rank(win, target));
 }
 
 /** Completes this thread's puts and atomics to @p target at the target. */
-__device__ static inline int MPIX_Win_flush_device(int target, MPIX_GPUIC_WIN_ARG win)
+__device__ static inline int MPIX_Win_flush_device(int target, MPIX_Win_device win)
 {
     int rc = gpuic_dev_check_target(win, target);
 
@@ -789,11 +789,10 @@ __device__ static inline int MPIX_Win_flush_device(int target, MPIX_GPUIC_WIN_AR
         gpuic_dev_fence_data_to_peer(true);
         return MPI_SUCCESS;
     }
-    /* the entry is read before the fence (a load from the description after an acquire
-     * fence misses the L1; the handle's own entries are not loads at all) */
-    MPIX_Gpuic_device_peer e = gpuic_dev_peer_entry(win, target);
-    int32_t path = e.path;
-    uint32_t flags = e.flags;
+    /* the path is loaded with the flags, before the fence: a load after an acquire fence
+     * misses the L1 and would put a cache round trip on every P2P flush */
+    int32_t path = __ldg(&win.desc->peers[target].path);
+    uint32_t flags = __ldg(&win.desc->peers[target].flags);
 
     if (path == MPIX_GPUIC_DEVICE_PATH_PROXY) {
         MPIX_Device_target t;
@@ -806,7 +805,7 @@ __device__ static inline int MPIX_Win_flush_device(int target, MPIX_GPUIC_WIN_AR
 }
 
 /** Completes this thread's puts and atomics to every target. */
-__device__ static inline int MPIX_Win_flush_all_device(MPIX_GPUIC_WIN_ARG win)
+__device__ static inline int MPIX_Win_flush_all_device(MPIX_Win_device win)
 {
     MPIX_Device_target t;
 
@@ -828,7 +827,7 @@ __device__ static inline int MPIX_Win_flush_all_device(MPIX_GPUIC_WIN_ARG win)
  * for a large put without staging, by the proxy, which the put waits for), so this only
  * validates its arguments.
  */
-__device__ static inline int MPIX_Win_flush_local_device(int target, MPIX_GPUIC_WIN_ARG win)
+__device__ static inline int MPIX_Win_flush_local_device(int target, MPIX_Win_device win)
 {
     return gpuic_dev_check_target(win, target);
 }
@@ -837,7 +836,7 @@ __device__ static inline int MPIX_Win_flush_local_device(int target, MPIX_GPUIC_
 /* Signals.                                                                                 */
 
 /* Resolves the data and the signal word of a put-with-signal. */
-__device__ static inline int gpuic_dev_resolve_signal(MPIX_GPUIC_WIN_ARG win, int target,
+__device__ static inline int gpuic_dev_resolve_signal(MPIX_Win_device win, int target,
                                                       MPI_Aint disp, size_t bytes,
                                                       MPI_Aint sig_disp, char **dst, char **sig)
 {
@@ -856,7 +855,7 @@ __device__ static inline int MPIX_Put_signal_device(const void *origin, size_t b
                                                     int target, MPI_Aint disp,
                                                     MPI_Aint sig_disp, uint64_t value,
                                                     MPIX_Device_signal_op sig_op,
-                                                    MPIX_GPUIC_WIN_ARG win)
+                                                    MPIX_Win_device win)
 {
     MPIX_Device_target t;
 
@@ -869,7 +868,7 @@ __device__ static inline int MPIX_Put_signal_device_warp(const void *origin, siz
                                                          int target, MPI_Aint disp,
                                                          MPI_Aint sig_disp, uint64_t value,
                                                          MPIX_Device_signal_op sig_op,
-                                                         MPIX_GPUIC_WIN_ARG win)
+                                                         MPIX_Win_device win)
 {
     char *dst, *sig;
     int rc = gpuic_dev_resolve_signal(win, target, disp, bytes, sig_disp, &dst, &sig);
@@ -877,7 +876,7 @@ __device__ static inline int MPIX_Put_signal_device_warp(const void *origin, siz
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    if (gpuic_dev_peer_entry(win, target).path == MPIX_GPUIC_DEVICE_PATH_PROXY) {
+    if (__ldg(&win.desc->peers[target].path) == MPIX_GPUIC_DEVICE_PATH_PROXY) {
         if (gpuic_dev_lane() == 0) {
             rc = MPIX_Put_signal_device(origin, bytes, target, disp, sig_disp, value, sig_op,
                                         win);
@@ -888,7 +887,7 @@ __device__ static inline int MPIX_Put_signal_device_warp(const void *origin, siz
     gpuic_dev_copy_team<GPUIC_DEV_PUT_UNROLL>(dst, (const char *)origin, bytes, gpuic_dev_lane(),
                                               32);
     /* every lane's stores ordered before lane 0's signal */
-    gpuic_dev_fence_data_to_peer(gpuic_dev_peer_entry(win, target).flags &
+    gpuic_dev_fence_data_to_peer(__ldg(&win.desc->peers[target].flags) &
                                  MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
     __syncwarp();
     if (gpuic_dev_lane() == 0) {
@@ -906,7 +905,7 @@ __device__ static inline int MPIX_Put_signal_device_warp(const void *origin, siz
  */
 __device__ static inline int MPIX_Signal_wait_until_device(MPI_Aint sig_disp, MPIX_Device_cmp cmp,
                                                            uint64_t value, uint64_t *observed,
-                                                           MPIX_GPUIC_WIN_ARG win)
+                                                           MPIX_Win_device win)
 {
     MPIX_Device_target self;
 
@@ -923,7 +922,7 @@ __device__ static inline int MPIX_Signal_wait_until_device(MPI_Aint sig_disp, MP
 /** Atomically adds @p value to the 8-byte integer at @p disp of @p target; the old value goes
  *  to *result (when not NULL). */
 __device__ static inline int MPIX_Fetch_and_add_device(int64_t value, int64_t *result, int target,
-                                                       MPI_Aint disp, MPIX_GPUIC_WIN_ARG win)
+                                                       MPI_Aint disp, MPIX_Win_device win)
 {
     MPIX_Device_target tg;
     char *t;
@@ -956,7 +955,7 @@ __device__ static inline int MPIX_Fetch_and_add_device(int64_t value, int64_t *r
  *  @p compare; the old value goes to *result (when not NULL). */
 __device__ static inline int MPIX_Compare_and_swap_device(uint64_t value, uint64_t compare,
                                                           uint64_t *result, int target,
-                                                          MPI_Aint disp, MPIX_GPUIC_WIN_ARG win)
+                                                          MPI_Aint disp, MPIX_Win_device win)
 {
     MPIX_Device_target tg;
     char *t;
@@ -1078,7 +1077,7 @@ __device__ static inline bool gpuic_dev_acc_range_scoped(bool same_gpu, char *t,
 }
 
 /* gpuic_dev_acc_range_scoped at the scope of @p win's targets. */
-__device__ static inline bool gpuic_dev_acc_range(MPIX_GPUIC_WIN_ARG win, char *t,
+__device__ static inline bool gpuic_dev_acc_range(MPIX_Win_device win, char *t,
                                                   const void *origin, void *result,
                                                   int count, MPIX_Device_type type,
                                                   MPIX_Device_op op, unsigned first,
@@ -1091,16 +1090,16 @@ __device__ static inline bool gpuic_dev_acc_range(MPIX_GPUIC_WIN_ARG win, char *
 /* Shared checks of the accumulate calls; *t is the first target element. */
 __device__ static inline int gpuic_dev_acc_prepare(int count, MPIX_Device_type type,
                                                    MPIX_Device_op op, int target, MPI_Aint disp,
-                                                   MPIX_GPUIC_WIN_ARG win, char **t)
+                                                   MPIX_Win_device win, char **t)
 {
     return gpuic_dev_checked(win.desc, gpuic_dev_acc_check(count, type, op, target, disp, win, t));
 }
 
 /* True when @p target's accumulates go through the proxy (checked arguments), with *t set. */
-__device__ static inline bool gpuic_dev_acc_proxied(MPIX_GPUIC_WIN_ARG win, int target,
+__device__ static inline bool gpuic_dev_acc_proxied(MPIX_Win_device win, int target,
                                                     MPIX_Device_target *t)
 {
-    if (gpuic_dev_peer_entry(win, target).path != MPIX_GPUIC_DEVICE_PATH_PROXY) {
+    if (__ldg(&win.desc->peers[target].path) != MPIX_GPUIC_DEVICE_PATH_PROXY) {
         return false;
     }
     gpuic_dev_target_resolve(win, target, t);
@@ -1115,7 +1114,7 @@ __device__ static inline bool gpuic_dev_acc_proxied(MPIX_GPUIC_WIN_ARG win, int 
 __device__ static inline int MPIX_Accumulate_device(const void *origin, int count,
                                                     MPIX_Device_type type, MPIX_Device_op op,
                                                     int target, MPI_Aint disp,
-                                                    MPIX_GPUIC_WIN_ARG win)
+                                                    MPIX_Win_device win)
 {
     MPIX_Device_target tg;
     char *t;
@@ -1134,7 +1133,7 @@ __device__ static inline int MPIX_Accumulate_device(const void *origin, int coun
 __device__ static inline int MPIX_Accumulate_device_warp(const void *origin, int count,
                                                          MPIX_Device_type type,
                                                          MPIX_Device_op op, int target,
-                                                         MPI_Aint disp, MPIX_GPUIC_WIN_ARG win)
+                                                         MPI_Aint disp, MPIX_Win_device win)
 {
     MPIX_Device_target tg;
     char *t;
@@ -1159,7 +1158,7 @@ __device__ static inline int MPIX_Accumulate_device_warp(const void *origin, int
 __device__ static inline int MPIX_Accumulate_device_block(const void *origin, int count,
                                                           MPIX_Device_type type,
                                                           MPIX_Device_op op, int target,
-                                                          MPI_Aint disp, MPIX_GPUIC_WIN_ARG win)
+                                                          MPI_Aint disp, MPIX_Win_device win)
 {
     MPIX_Device_target tg;
     char *t;
@@ -1191,7 +1190,7 @@ __device__ static inline int MPIX_Accumulate_device_block(const void *origin, in
 __device__ static inline int MPIX_Fetch_and_op_device(const void *origin, void *result,
                                                       MPIX_Device_type type, MPIX_Device_op op,
                                                       int target, MPI_Aint disp,
-                                                      MPIX_GPUIC_WIN_ARG win)
+                                                      MPIX_Win_device win)
 {
     MPIX_Device_target tg;
     char *t;

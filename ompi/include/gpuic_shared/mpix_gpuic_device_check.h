@@ -27,17 +27,6 @@
 extern "C" {
 #endif
 
-/**
- * How the checks and the device calls take the window's handle: a reference in C++ (CUDA),
- * so that an entry of the handle read with a rank as index is read where the handle is (the
- * kernel's parameter space) rather than from a copy on the stack; by value in C.
- */
-#ifdef __cplusplus
-#define MPIX_GPUIC_WIN_ARG const MPIX_Win_device &
-#else
-#define MPIX_GPUIC_WIN_ARG MPIX_Win_device
-#endif
-
 /** Marks the checks callable from host code and, under nvcc, from device code. */
 #ifdef __CUDACC__
 #define MPIX_GPUIC_HOST_DEVICE __host__ __device__
@@ -79,7 +68,7 @@ typedef struct MPIX_Device_target {
 
 /** MPI_SUCCESS when @p win is a handle from MPIX_Win_get_device_handle(), MPI_ERR_WIN
  *  otherwise.  Reads only the handle's value (no memory access). */
-static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_check_win(MPIX_GPUIC_WIN_ARG win)
+static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_check_win(MPIX_Win_device win)
 {
     return (win.desc != NULL && win.magic == MPIX_GPUIC_DEVICE_MAGIC) ? MPI_SUCCESS
                                                                        : MPI_ERR_WIN;
@@ -89,7 +78,7 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_check_win(MPIX_GPUIC_WIN_ARG 
  * MPI_SUCCESS when @p win is a live handle and @p target one of its ranks; MPI_ERR_WIN or
  * MPI_ERR_RANK otherwise.
  */
-static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_check_rank(MPIX_GPUIC_WIN_ARG win, int target)
+static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_check_rank(MPIX_Win_device win, int target)
 {
     if (gpuic_dev_check_win(win) != MPI_SUCCESS) {
         return MPI_ERR_WIN;
@@ -101,37 +90,15 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_check_rank(MPIX_GPUIC_WIN_ARG
 }
 
 /**
- * The description entry of @p target (a rank of @p win): from the handle's value for the
- * first MPIX_GPUIC_DEVICE_HANDLE_PEERS ranks (no memory access), else loaded from the
- * description, all fields at once (one trip to the cache).
- */
-static inline MPIX_GPUIC_HOST_DEVICE MPIX_Gpuic_device_peer
-gpuic_dev_peer_entry(MPIX_GPUIC_WIN_ARG win, int target)
-{
-    MPIX_Gpuic_device_peer e;
-
-    if (target < MPIX_GPUIC_DEVICE_HANDLE_PEERS) {
-        return win.peers[target];
-    }
-    e.base = MPIX_GPUIC_LDG(&win.desc->peers[target].base);
-    e.size = MPIX_GPUIC_LDG(&win.desc->peers[target].size);
-    e.disp_unit = MPIX_GPUIC_LDG(&win.desc->peers[target].disp_unit);
-    e.path = MPIX_GPUIC_LDG(&win.desc->peers[target].path);
-    e.flags = MPIX_GPUIC_LDG(&win.desc->peers[target].flags);
-    e.key = MPIX_GPUIC_LDG(&win.desc->peers[target].key);
-    return e;
-}
-
-/**
  * Resolves @p target of @p win into *t and returns t->status: MPI_SUCCESS, MPI_ERR_WIN (t->desc
  * is then NULL), MPI_ERR_RANK, MPI_ERR_RMA_RANGE (the target exposes no memory) or
  * MPI_ERR_UNSUPPORTED_OPERATION (the target is not reachable from device code).
  */
-static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_GPUIC_WIN_ARG win,
+static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_Win_device win,
                                                                   int target,
                                                                   MPIX_Device_target *t)
 {
-    MPIX_Gpuic_device_peer e;
+    const MPIX_Gpuic_device_peer *peer;
     int rc = gpuic_dev_check_rank(win, target);
     int32_t path;
 
@@ -150,11 +117,14 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_GPUIC_WIN
         t->loads = false;
         return t->status = rc;
     }
-    e = gpuic_dev_peer_entry(win, target);
-    path = e.path;
-    t->size = e.size;
-    t->base = (char *)(uintptr_t)e.base;
-    t->disp_unit = e.disp_unit;
+    /* Every field the P2P path needs is loaded at once, ahead of any branch (the loads are
+     * in flight together: one trip to the cache, not one per branch), and the P2P path
+     * loads nothing else: the rest comes with the handle's value. */
+    peer = &win.desc->peers[target];
+    path = MPIX_GPUIC_LDG(&peer->path);
+    t->size = MPIX_GPUIC_LDG(&peer->size);
+    t->base = (char *)(uintptr_t)MPIX_GPUIC_LDG(&peer->base);
+    t->disp_unit = MPIX_GPUIC_LDG(&peer->disp_unit);
     t->same_gpu = (win.flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
     t->atomics_p2p = true;
     t->loads = true;
@@ -172,11 +142,15 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_GPUIC_WIN
         t->loads = false;
         return t->status = t->size == 0 ? MPI_ERR_RMA_RANGE : MPI_ERR_UNSUPPORTED_OPERATION;
     }
-    t->proxy = true;
-    t->atomics_p2p = (e.flags & MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P) != 0;
-    t->loads = (e.flags & MPIX_GPUIC_DEVICE_PEER_LOADS) != 0;
-    t->mapped = (e.flags & MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED) != 0;
-    t->key = e.key;
+    {
+        uint32_t flags = MPIX_GPUIC_LDG(&peer->flags);
+
+        t->proxy = true;
+        t->atomics_p2p = (flags & MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P) != 0;
+        t->loads = (flags & MPIX_GPUIC_DEVICE_PEER_LOADS) != 0;
+        t->mapped = (flags & MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED) != 0;
+        t->key = MPIX_GPUIC_LDG(&peer->key);
+    }
     return t->status = MPI_SUCCESS;
 }
 
@@ -273,7 +247,7 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_check_acc(int count, MPIX_Dev
  */
 static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_acc_check(int count, MPIX_Device_type type,
                                                              MPIX_Device_op op, int target,
-                                                             MPI_Aint disp, MPIX_GPUIC_WIN_ARG win,
+                                                             MPI_Aint disp, MPIX_Win_device win,
                                                              char **t)
 {
     MPIX_Device_target res;

@@ -12,15 +12,13 @@
 #define MPIX_GPUIC_DEVICE_TYPES_H
 
 #include <stdint.h>
-#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/** "gpuidev" followed by the layout version (4: the handle passed by value, with the entries
- *  of the first ranks). */
-#define MPIX_GPUIC_DEVICE_MAGIC 0x6770756964657604ULL
+/** "gpuidev" followed by the layout version (3: the handle passed by value). */
+#define MPIX_GPUIC_DEVICE_MAGIC 0x6770756964657603ULL
 
 /** How device code reaches one target's window. */
 typedef enum MPIX_Gpuic_device_path {
@@ -134,17 +132,12 @@ typedef struct MPIX_Gpuic_device_win {
 /** Every reachable target is on the calling process's own GPU. */
 #define MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU 0x1u
 
-/** Ranks whose description entries the handle carries itself (MPIX_Win_device.peers). */
-#define MPIX_GPUIC_DEVICE_HANDLE_PEERS 8
-
 /**
- * What kernels receive: the window's device handle, a structure passed by value.  As a
- * kernel argument it lives in the kernel's parameter space (the constant bank), so the checks
- * every call makes (a live handle, a rank in range), the window-wide facts (scope, device
- * queue) and the entries of ranks below MPIX_GPUIC_DEVICE_HANDLE_PEERS cost no memory access:
- * the compiler keeps them out of loops, and the L1 invalidation of an acquire (a signal wait)
- * does not touch them.  Entries of higher ranks are loaded from the description.  A
- * zero-filled handle is not valid (device calls return MPI_ERR_WIN).
+ * What kernels receive: the window's device handle, a small structure passed by value.  As a
+ * kernel argument it lives in the kernel's parameter space, so the checks every call makes
+ * (a live handle, a rank in range) and the window-wide facts (scope, device queue) cost no
+ * memory access; only the target's entry of the description is loaded.  A zero-filled handle
+ * is not valid (device calls return MPI_ERR_WIN).
  */
 typedef struct MPIX_Win_device {
     /** Device address of the window's description (peers, error word), NULL when none. */
@@ -155,8 +148,6 @@ typedef struct MPIX_Win_device {
     uint32_t flags;  /**< desc->flags */
     uint32_t reserved;
     MPIX_Gpuic_device_queue *queue; /**< desc->queue */
-    /** desc->peers[r] for r < min(nranks, MPIX_GPUIC_DEVICE_HANDLE_PEERS), zero after */
-    MPIX_Gpuic_device_peer peers[MPIX_GPUIC_DEVICE_HANDLE_PEERS];
 } MPIX_Win_device;
 
 /**
@@ -168,9 +159,7 @@ static inline MPIX_Win_device gpuic_dev_handle_of(MPIX_Gpuic_device_win *desc,
                                                   const MPIX_Gpuic_device_win *host)
 {
     MPIX_Win_device h;
-    int32_t r;
 
-    memset(&h, 0, sizeof(h));
     h.desc = desc;
     h.magic = host->magic;
     h.rank = host->rank;
@@ -178,9 +167,6 @@ static inline MPIX_Win_device gpuic_dev_handle_of(MPIX_Gpuic_device_win *desc,
     h.flags = host->flags;
     h.reserved = 0;
     h.queue = host->queue;
-    for (r = 0; r < host->nranks && r < MPIX_GPUIC_DEVICE_HANDLE_PEERS; ++r) {
-        h.peers[r] = host->peers[r];
-    }
     return h;
 }
 

@@ -23,8 +23,8 @@ struct ompi_op_t;
 struct ompi_group_t;
 struct MPIX_Win_device;
 
-/** "gpuic" in ASCII followed by the extension ABI number (5). */
-#define OMPI_OSC_GPUIC_EXT_MAGIC 0x6770756963000005ULL
+/** "gpuic" in ASCII followed by the extension ABI number (4). */
+#define OMPI_OSC_GPUIC_EXT_MAGIC 0x6770756963000004ULL
 
 /**
  * The stream-triggered calls (MPIX_*_enqueue, mpix_gpuic.h), one entry per call with the same
