@@ -1,6 +1,7 @@
 /*
- * The device API's copy routines (gpuic_dev_copy_team, and gpuic_dev_copy with its path for
- * a word or two; mpix_gpuic_device.cuh) run on the host:
+ * The device API's copy routines (gpuic_dev_copy_team, gpuic_dev_copy with its path for a word
+ * or two, and a single thread's 8-byte get, gpuic_dev_load_word + gpuic_dev_store_word;
+ * mpix_gpuic_device.cuh) run on the host:
  * the members of a team (one thread, a warp, a block of 96 or 1024) one after the other, for
  * sizes 0..300 at every origin and target offset 0..17, and for large sizes at skewed offsets
  * (the unrolled loop and its remainder).  Every byte of the target range must be the origin's
@@ -16,6 +17,7 @@
 
 #define GUARD 0xee
 #define LEAD 64 /* guard bytes before the largest offset */
+#define WORD_TEAM 0xffffffffu /* "team" of a single thread's 8-byte get: the word whole */
 
 static long failures;
 
@@ -29,7 +31,10 @@ static void check_copy(char *dst, const char *src, size_t cap, size_t bytes, siz
     if (stride == 0) { /* "team of 0": a single thread's gpuic_dev_copy(), small-word path */
         gpuic_dev_copy(dst + LEAD + doff, src + LEAD + soff, bytes, 0, 1);
     }
-    for (unsigned m = 0; m < stride; ++m) {
+    if (stride == WORD_TEAM) { /* bytes is 8 */
+        gpuic_dev_store_word(dst + LEAD + doff, gpuic_dev_load_word(src + LEAD + soff));
+    }
+    for (unsigned m = 0; stride != WORD_TEAM && m < stride; ++m) {
         gpuic_dev_copy_team<UNROLL>(dst + LEAD + doff, src + LEAD + soff, bytes, m, stride);
     }
     for (size_t i = 0; i < cap; ++i) {
@@ -73,6 +78,12 @@ int main(void)
                     cases += 2;
                 }
             }
+        }
+    }
+    for (size_t soff = 0; soff < 18; ++soff) {
+        for (size_t doff = 0; doff < 18; ++doff) {
+            check_copy<1>(dst, src, LEAD + 320 + LEAD, 8, soff, doff, WORD_TEAM);
+            cases++;
         }
     }
     for (size_t k = 0; k < sizeof(large) / sizeof(large[0]); ++k) {

@@ -416,7 +416,7 @@ __host__ __device__ static inline void gpuic_dev_copy(char *dst, const char *src
  * (the widest loads it allows), @p dst too (an unaligned one by memcpy, which also keeps a
  * local variable whole).
  */
-__device__ static inline uint64_t gpuic_dev_load_word(const char *src)
+__host__ __device__ static inline uint64_t gpuic_dev_load_word(const char *src)
 {
     switch ((uintptr_t)src & 7) {
     case 0:  return *(const uint64_t *)src;
@@ -427,7 +427,7 @@ __device__ static inline uint64_t gpuic_dev_load_word(const char *src)
     }
 }
 
-__device__ static inline void gpuic_dev_store_word(void *dst, uint64_t v)
+__host__ __device__ static inline void gpuic_dev_store_word(void *dst, uint64_t v)
 {
     if (((uintptr_t)dst & 7) == 0) {
         *(uint64_t *)dst = v;
