@@ -436,6 +436,18 @@ __host__ __device__ static inline void gpuic_dev_store_word(void *dst, uint64_t 
     }
 }
 
+/* A single thread's get from @p src into @p dst: one word whole, anything else by
+ * gpuic_dev_copy(). */
+__host__ __device__ static inline void gpuic_dev_get_copy(char *dst, const char *src,
+                                                          size_t bytes)
+{
+    if (bytes == sizeof(uint64_t)) {
+        gpuic_dev_store_word(dst, gpuic_dev_load_word(src));
+    } else {
+        gpuic_dev_copy(dst, src, bytes, 0, 1);
+    }
+}
+
 __device__ static inline unsigned gpuic_dev_block_rank(void)
 {
     return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -528,8 +540,8 @@ __device__ static inline int gpuic_dev_xfer(void *origin, size_t bytes, int targ
         char *dst = is_put ? remote : (char *)origin;
         const char *src = is_put ? (const char *)origin : remote;
 
-        if (stride == 1 && !is_put && bytes == sizeof(uint64_t)) {
-            gpuic_dev_store_word(dst, gpuic_dev_load_word(src));
+        if (stride == 1 && !is_put) {
+            gpuic_dev_get_copy(dst, src, bytes);
         } else if (stride == 1) {
             gpuic_dev_copy(dst, src, bytes, 0, 1);
         } else {
@@ -647,10 +659,8 @@ __device__ static inline int MPIX_Get_target_device(const MPIX_Device_target *t,
     if (rc == MPI_SUCCESS && t->proxy) {
         return gpuic_dev_proxy_get(t, origin, bytes, (uint64_t)(uintptr_t)src);
     }
-    if (rc == MPI_SUCCESS && bytes == sizeof(uint64_t)) {
-        gpuic_dev_store_word(origin, gpuic_dev_load_word(src));
-    } else if (rc == MPI_SUCCESS) {
-        gpuic_dev_copy((char *)origin, src, bytes, 0, 1);
+    if (rc == MPI_SUCCESS) {
+        gpuic_dev_get_copy((char *)origin, src, bytes);
     }
     return rc;
 }
