@@ -77,7 +77,13 @@ gpuic_status_t gpuic_ep_call(gpuic_ep_t *ep, const void *req, size_t req_len, vo
 enum gpuic_call_atomic_op {
     GPUIC_CALL_ACC   = 1, /**< element-wise accumulate with acc_op (a fetch returns the old
                                elements: get_accumulate, fetch_and_op, fetch-add, swap) */
-    GPUIC_CALL_CAS   = 2  /**< compare-and-swap of one element (operand, then compare) */
+    GPUIC_CALL_CAS   = 2, /**< compare-and-swap of one element (operand, then compare) */
+    GPUIC_CALL_PUT_SIGNAL = 3 /**< a put of count bytes (esize 1, data) to addr, then, once
+                                   they are in place, the 8-byte signal word at sig_addr
+                                   updated with acc_op GPUIC_ACC_REPLACE (set) or
+                                   GPUIC_ACC_SUM (add) by the value in compare: a
+                                   put-with-signal in one message, so that the origin need not
+                                   wait for the data's completion before it sends the signal */
 };
 
 /** gpuic_call_atomic_t.flags */
@@ -90,9 +96,9 @@ enum gpuic_call_atomic_flag {
 #define GPUIC_CALL_ATOMIC_INLINE 448
 
 /**
- * An atomic or accumulate executed at the target, on its own memory (a GPU window's device
- * memory): the request gpuic_ep_call() sends; the reply is the old elements (count * element
- * size bytes) when GPUIC_CALL_FETCH is set, nothing otherwise.  Fields in the origin's byte
+ * An atomic, accumulate or put-with-signal executed at the target, on its own memory (a GPU
+ * window's device memory): the request gpuic_ep_call() sends; the reply is the old elements
+ * (count * element size bytes) when GPUIC_CALL_FETCH is set, nothing otherwise.  Fields in the origin's byte
  * order (the peers of one job share it).
  */
 typedef struct gpuic_call_atomic {
@@ -103,8 +109,10 @@ typedef struct gpuic_call_atomic {
     uint8_t  esize;    /**< bytes per element: 1, 2, 4 or 8 */
     uint8_t  reserved;
     int32_t  type;     /**< element type: enum gpuic_acc_type (CAS: any of esize bytes) */
-    int32_t  acc_op;   /**< GPUIC_CALL_ACC: enum gpuic_acc_op */
-    uint8_t  compare[8]; /**< GPUIC_CALL_CAS: the compare element (esize bytes) */
+    int32_t  acc_op;   /**< GPUIC_CALL_ACC, GPUIC_CALL_PUT_SIGNAL: enum gpuic_acc_op */
+    uint64_t sig_addr; /**< GPUIC_CALL_PUT_SIGNAL: the signal word (8-byte aligned) */
+    uint8_t  compare[8]; /**< GPUIC_CALL_CAS: the compare element (esize bytes);
+                              GPUIC_CALL_PUT_SIGNAL: the signal operand (8 bytes) */
     uint8_t  data[GPUIC_CALL_ATOMIC_INLINE]; /**< count operands (none for a no-op fetch) */
 } gpuic_call_atomic_t;
 

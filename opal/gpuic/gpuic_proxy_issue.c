@@ -10,10 +10,16 @@
  * buffer piece by piece.  That range is not checked against a key: it is the producer's own
  * memory (as the staging areas it may name are), and it goes only to the copy engine or the
  * transport; the proxy thread never loads or stores it.
+ *
+ * A put-with-signal to device memory of another process carrying at most
+ * GPUIC_CALL_ATOMIC_INLINE bytes is one remote call the target executes in order (data, then
+ * signal); a larger one is a put, an endpoint flush, then the signal update.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuic_call.h"
+#include "gpuic_log.h"
 #include "gpuic_proxy_internal.h"
 
 /* Looks up a key for an access and checks the region belongs to the WQE's target. */
@@ -201,6 +207,61 @@ static gpuic_status_t gpuic_proxy_put_signal_word(gpuic_proxy_t *proxy, gpuic_pr
                                    sizeof(value));
 }
 
+/* Whether a put-with-signal goes as one remote call (gpuic_proxy_put_signal_call()): data and
+ * signal word in device memory of one target reached through UCX, the data small enough to
+ * travel in the request, and bytes the proxy can read (a device buffer only with the copy
+ * function). */
+static int gpuic_proxy_put_signal_fits(const gpuic_proxy_t *proxy, const gpuic_wqe_desc_t *d,
+                                       const gpuic_keytable_entry_t *e,
+                                       const gpuic_keytable_entry_t *se)
+{
+    return !e->direct && !se->direct && e->device_memory && se->device_memory &&
+           e->ep != NULL && e->ep == se->ep && d->len <= GPUIC_CALL_ATOMIC_INLINE &&
+           (!gpuic_proxy_local_device(d) || proxy->params.copy != NULL);
+}
+
+/*
+ * A put-with-signal to device memory of another process as one remote call, which the target
+ * executes in order (the data, then the signal update, on its GPU): complete at the target on
+ * return, one round trip where a put, its flush and then the signal would take two.
+ * GPUIC_ERR_UNSUPPORTED when the target executes no such call (nothing was written there).
+ */
+static gpuic_status_t gpuic_proxy_put_signal_call(gpuic_proxy_t *proxy,
+                                                  const gpuic_wqe_desc_t *d,
+                                                  const gpuic_keytable_entry_t *e)
+{
+    gpuic_call_atomic_t a;
+    gpuic_status_t status = GPUIC_OK;
+
+    memset(&a, 0, offsetof(gpuic_call_atomic_t, data));
+    a.addr = d->raddr;
+    a.count = d->len;
+    a.op = GPUIC_CALL_PUT_SIGNAL;
+    a.esize = 1;
+    a.type = GPUIC_ACC_UINT64;
+    a.acc_op = d->ext_op == GPUIC_SIGNAL_ADD ? GPUIC_ACC_SUM : GPUIC_ACC_REPLACE;
+    a.sig_addr = d->sig_raddr;
+    memcpy(a.compare, &d->ext_value, sizeof(d->ext_value));
+    if (d->len > 0) {
+        if (d->inline_data != NULL) {
+            memcpy(a.data, d->inline_data, d->len);
+        } else if (gpuic_proxy_local_device(d)) {
+            status = proxy->params.copy(a.data, (const void *)(uintptr_t)d->laddr, d->len);
+        } else {
+            memcpy(a.data, (const void *)(uintptr_t)d->laddr, d->len);
+        }
+    }
+    if (status == GPUIC_OK) {
+        status = gpuic_ep_call(e->ep, &a, gpuic_call_atomic_len(d->len), NULL, 0, NULL);
+    }
+    if (status != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_DEBUG, "put-with-signal to device memory of the target at %#llx, "
+                  "executed there: %s", (unsigned long long)d->raddr,
+                  gpuic_status_string(status));
+    }
+    return status;
+}
+
 /*
  * The puts of a GPUIC_WQE_OP_PUT8_MULTI entry: every one checked against the key table before
  * any is made (a bad one fails the entry with nothing written), then copied through the key's
@@ -341,6 +402,13 @@ gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t 
         if (d->ext_op == GPUIC_SIGNAL_ADD && !se->cpu_atomics &&
             (se->ep == NULL || se->rkey == NULL)) {
             return GPUIC_ERR_UNSUPPORTED; /* refused before the data moves */
+        }
+        if (gpuic_proxy_put_signal_fits(proxy, d, e, se)) {
+            status = gpuic_proxy_put_signal_call(proxy, d, e);
+            if (status != GPUIC_ERR_UNSUPPORTED) {
+                return status;
+            }
+            /* a target without the call: the data, then the signal, as below */
         }
         /* the data must be complete at the target before the signal can be seen */
         status = gpuic_proxy_put_signal_data(proxy, op, d, e);

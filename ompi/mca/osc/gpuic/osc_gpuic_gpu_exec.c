@@ -6,7 +6,10 @@
  * atomic, accumulate and signal add that reaches such a window from another node comes here:
  * from peers' proxies (device calls, through this process's serving worker) and from peers'
  * host MPI calls (through the component's worker).  One request is at most
- * MPIX_GPUIC_AGENT_INLINE bytes of operands, one agent command, one round trip.
+ * MPIX_GPUIC_AGENT_INLINE bytes of operands, one agent command, one round trip.  A peer's
+ * device put-with-signal of at most that many bytes comes here too, data and signal in one
+ * request (two agent commands, the data's before the signal's), so that its origin sends the
+ * signal without first waiting for the data's remote completion.
  *
  * The handler runs inside the progress of the worker the request came to: the proxy thread's,
  * or any thread's MPI progress.  That thread may hold a window's gpu_lock already (a host call
@@ -266,7 +269,62 @@ static gpuic_status_t ompi_osc_gpuic_exec_run(ompi_osc_gpuic_module_t *module,
     return rc == OMPI_SUCCESS ? GPUIC_OK : GPUIC_ERR_TRANSPORT;
 }
 
+/*
+ * Executes a checked put-with-signal on @p module with its agent: the data as one command, the
+ * signal update as the next.  The agent finishes a command with a system-scope fence before it
+ * takes the next one, which orders the data before the signal for every observer (a kernel
+ * of this GPU waiting for the signal, or a host); the update is a device atomic, atomic with
+ * the kernels' own updates of the word.
+ */
+static gpuic_status_t ompi_osc_gpuic_exec_put_signal(ompi_osc_gpuic_module_t *module,
+                                                     const gpuic_call_atomic_t *a)
+{
+    mpix_gpuic_agent_cmd_t *cmd = NULL;
+    uint64_t seq = 0;
+    int rc = OMPI_SUCCESS;
+
+    if (!ompi_osc_gpuic_exec_lock(module)) {
+        return GPUIC_ERR_NO_RESOURCE;
+    }
+    if (a->count > 0) {
+        rc = ompi_osc_gpuic_agent_begin(module, &cmd);
+        if (rc == OMPI_SUCCESS) {
+            cmd->what = MPIX_GPUIC_AGENT_PUT;
+            cmd->flags = 0;
+            cmd->count = a->count;
+            cmd->target = a->addr;
+            memcpy(cmd->data, a->data, a->count);
+            cmd->origin = (uint64_t)(uintptr_t)cmd->data;
+            rc = ompi_osc_gpuic_agent_commit(module, &seq);
+        }
+    }
+    if (rc == OMPI_SUCCESS) {
+        rc = ompi_osc_gpuic_agent_begin(module, &cmd);
+    }
+    if (rc == OMPI_SUCCESS) {
+        cmd->what = MPIX_GPUIC_AGENT_ACC;
+        cmd->flags = 0;
+        cmd->type = MPIX_DEVICE_UINT64;
+        cmd->op = a->acc_op == GPUIC_ACC_SUM ? MPIX_DEVICE_SUM : MPIX_DEVICE_REPLACE;
+        cmd->count = 1;
+        cmd->target = a->sig_addr;
+        memcpy(cmd->data, a->compare, sizeof(uint64_t));
+        cmd->origin = (uint64_t)(uintptr_t)cmd->data;
+        cmd->result = 0;
+        rc = ompi_osc_gpuic_agent_call(module);
+    }
+    opal_mutex_unlock(&module->gpu_lock);
+    return rc == OMPI_SUCCESS ? GPUIC_OK : GPUIC_ERR_TRANSPORT;
+}
+
 #else /* !OMPI_OSC_GPUIC_HAVE_STREAM */
+
+static gpuic_status_t ompi_osc_gpuic_exec_put_signal(ompi_osc_gpuic_module_t *module,
+                                                     const gpuic_call_atomic_t *a)
+{
+    (void)module, (void)a;
+    return GPUIC_ERR_UNSUPPORTED;
+}
 
 static gpuic_status_t ompi_osc_gpuic_exec_run(ompi_osc_gpuic_module_t *module,
                                               const gpuic_call_atomic_t *a, int ktype, int kop,
@@ -277,6 +335,49 @@ static gpuic_status_t ompi_osc_gpuic_exec_run(ompi_osc_gpuic_module_t *module,
 }
 
 #endif /* OMPI_OSC_GPUIC_HAVE_STREAM */
+
+/* The registered window holding [addr, addr + bytes); NULL when none does.  Under the
+ * registry's lock. */
+static ompi_osc_gpuic_module_t *ompi_osc_gpuic_exec_find(uint64_t addr, size_t bytes)
+{
+    for (size_t i = 0; i < ompi_osc_gpuic_exec.n; ++i) {
+        const ompi_osc_gpuic_exec_win_t *w = &ompi_osc_gpuic_exec.win[i];
+
+        if (addr >= w->base && addr - w->base <= w->size &&
+            bytes <= w->size - (addr - w->base)) {
+            return w->module;
+        }
+    }
+    return NULL;
+}
+
+/* A GPUIC_CALL_PUT_SIGNAL request: checked whole (the data and the signal word in one GPU
+ * window of this process) before anything is written. */
+static gpuic_status_t ompi_osc_gpuic_exec_put_signal_call(const gpuic_call_atomic_t *a,
+                                                          size_t req_len)
+{
+    ompi_osc_gpuic_module_t *module;
+    gpuic_status_t status;
+
+    if (a->esize != 1 || a->count > MPIX_GPUIC_AGENT_INLINE ||
+        a->count > GPUIC_CALL_ATOMIC_INLINE || req_len != gpuic_call_atomic_len(a->count) ||
+        (a->flags & GPUIC_CALL_FETCH) || a->sig_addr % 8 != 0 ||
+        (a->acc_op != GPUIC_ACC_REPLACE && a->acc_op != GPUIC_ACC_SUM)) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    pthread_mutex_lock(&ompi_osc_gpuic_exec.lock);
+    module = ompi_osc_gpuic_exec_find(a->sig_addr, sizeof(uint64_t));
+    if (module == NULL || (a->count > 0 && ompi_osc_gpuic_exec_find(a->addr, a->count) != module)) {
+        gpuic_log(GPUIC_LOG_DEBUG, "remote put-with-signal: %u bytes at %#llx and the signal at "
+                  "%#llx are not in one GPU window of this process", a->count,
+                  (unsigned long long)a->addr, (unsigned long long)a->sig_addr);
+        status = GPUIC_ERR_BAD_KEY;
+    } else {
+        status = ompi_osc_gpuic_exec_put_signal(module, a);
+    }
+    pthread_mutex_unlock(&ompi_osc_gpuic_exec.lock);
+    return status;
+}
 
 gpuic_status_t ompi_osc_gpuic_gpu_exec_handler(void *arg, const void *req, size_t req_len,
                                                void *reply, size_t reply_cap,
@@ -296,6 +397,9 @@ gpuic_status_t ompi_osc_gpuic_gpu_exec_handler(void *arg, const void *req, size_
     }
     memset(&a, 0, sizeof(a));
     memcpy(&a, req, req_len);
+    if (a.op == GPUIC_CALL_PUT_SIGNAL) {
+        return ompi_osc_gpuic_exec_put_signal_call(&a, req_len);
+    }
     fetch = (a.flags & GPUIC_CALL_FETCH) != 0;
     if (a.op == GPUIC_CALL_CAS) {
         has_origin = true;
@@ -321,15 +425,7 @@ gpuic_status_t ompi_osc_gpuic_gpu_exec_handler(void *arg, const void *req, size_
         return GPUIC_ERR_INVALID_PARAM;
     }
     pthread_mutex_lock(&ompi_osc_gpuic_exec.lock);
-    for (size_t i = 0; i < ompi_osc_gpuic_exec.n; ++i) {
-        const ompi_osc_gpuic_exec_win_t *w = &ompi_osc_gpuic_exec.win[i];
-
-        if (a.addr >= w->base && a.addr - w->base <= w->size &&
-            bytes <= w->size - (a.addr - w->base)) {
-            module = w->module;
-            break;
-        }
-    }
+    module = ompi_osc_gpuic_exec_find(a.addr, bytes);
     if (module == NULL) {
         gpuic_log(GPUIC_LOG_DEBUG, "remote atomic: %zu bytes at %#llx are in no GPU window of "
                   "this process", bytes, (unsigned long long)a.addr);
