@@ -133,13 +133,8 @@ int main(int argc, char **argv)
     MPI_Win_free(&nolock_win);
 
     /* flavor-specific calls on the wrong flavor */
-    {
-        MPI_Aint qsize;
-        int qdisp;
-        void *qbase;
-        CHECK_CLASS(MPI_Win_attach(win, buf, sizeof(buf)), MPI_ERR_RMA_FLAVOR);
-        CHECK_CLASS(MPI_Win_detach(win, buf), MPI_ERR_RMA_FLAVOR);
-    }
+    CHECK_CLASS(MPI_Win_attach(win, buf, sizeof(buf)), MPI_ERR_RMA_FLAVOR);
+    CHECK_CLASS(MPI_Win_detach(win, buf), MPI_ERR_RMA_FLAVOR);
 
 
     /* dynamic windows: overlapping attach, detach of what is not attached, access to memory

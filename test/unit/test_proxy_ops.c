@@ -16,7 +16,9 @@
  *    refused without writing anything;
  *  - and once more with the regions entered as device memory reached through UCX, where
  *    atomics, accumulates and signal adds are remote calls (gpuic_call.h) that a CPU handler
- *    of the target context executes: same results, and the handler saw them.
+ *    of the target context executes: same results, and the handler saw them; a
+ *    put-with-signal there is one call up to GPUIC_CALL_ATOMIC_INLINE bytes, a put, a flush
+ *    and a signal call beyond, and the same where the target refuses the call.
  * WQEs are written by a host thread as the device producer writes them (ring_producer.h).
  */
 #include <float.h>
@@ -457,6 +459,33 @@ static int remote_combine(int op, int type, uint64_t old, uint64_t v, uint64_t *
     return 0;
 }
 
+static unsigned remote_put_signals;       /* GPUIC_CALL_PUT_SIGNAL requests executed */
+static unsigned remote_put_signal_refused; /* ... answered GPUIC_ERR_UNSUPPORTED */
+static int remote_put_signal_refuse;       /* answer them so (a target without the call) */
+
+/* A put-with-signal request: the data, then the signal word, in that order. */
+static gpuic_status_t remote_put_signal(const gpuic_call_atomic_t *a, size_t req_len)
+{
+    uint64_t sig, v;
+
+    if (remote_put_signal_refuse) {
+        __atomic_fetch_add(&remote_put_signal_refused, 1, __ATOMIC_RELAXED);
+        return GPUIC_ERR_UNSUPPORTED;
+    }
+    if (a->esize != 1 || a->count > GPUIC_CALL_ATOMIC_INLINE ||
+        req_len != gpuic_call_atomic_len(a->count) || a->sig_addr % 8 != 0 ||
+        (a->acc_op != GPUIC_ACC_REPLACE && a->acc_op != GPUIC_ACC_SUM)) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    __atomic_fetch_add(&remote_put_signals, 1, __ATOMIC_RELAXED);
+    memcpy((void *)(uintptr_t)a->addr, a->data, a->count);
+    memcpy(&v, a->compare, 8);
+    memcpy(&sig, (void *)(uintptr_t)a->sig_addr, 8);
+    sig = a->acc_op == GPUIC_ACC_SUM ? sig + v : v;
+    memcpy((void *)(uintptr_t)a->sig_addr, &sig, 8);
+    return GPUIC_OK;
+}
+
 /* The target's executor for the test: the request on host memory, by the CPU (the proxy
  * thread is the only updater). */
 static gpuic_status_t remote_handler(void *arg, const void *req, size_t req_len, void *reply,
@@ -472,6 +501,9 @@ static gpuic_status_t remote_handler(void *arg, const void *req, size_t req_len,
         return GPUIC_ERR_INVALID_PARAM;
     }
     memcpy(&a, req, req_len);
+    if (a.op == GPUIC_CALL_PUT_SIGNAL) {
+        return remote_put_signal(&a, req_len);
+    }
     bytes = (size_t)a.count * a.esize;
     if ((a.esize != 4 && a.esize != 8) || bytes > GPUIC_CALL_ATOMIC_INLINE ||
         ((a.flags & GPUIC_CALL_FETCH) && reply_cap < bytes)) {
@@ -530,6 +562,63 @@ static void test_remote_pieces(void)
     CHECK(fixture_canaries_ok(&fx));
 }
 
+/* Put-with-signal to device memory of the target: one remote call (data and signal) up to
+ * GPUIC_CALL_ATOMIC_INLINE bytes, the data's put, its flush and a signal add beyond, and the
+ * same without the call where the target refuses it; data and signals right every way. */
+static void test_put_signal_remote(void)
+{
+    const gpuic_wqe_hdr_t h = {0, 0, 0};
+    uint8_t *r = fixture_region(&fx, 0);
+    static uint8_t data[600];
+    unsigned calls = __atomic_load_n(&remote_put_signals, __ATOMIC_RELAXED);
+    uint64_t sig = 0;
+    gpuic_wqe_t w;
+    unsigned nbb;
+
+    for (unsigned i = 0; i < sizeof(data); ++i) {
+        data[i] = (uint8_t)(i * 13 + 5);
+    }
+    memset(r + 1040, 0, 16);
+    memset(r + 2048, 0, 1024);
+    memset(r + 3072, 0, 1024 - 64);
+    /* 200 bytes and a set: one call */
+    nbb = gpuic_wqe_build_put_signal(&w, &h, (uint64_t)(uintptr_t)data, 0, 200,
+                                     fixture_raddr(&fx, 0, 2048), fx.key[0],
+                                     fixture_raddr(&fx, 0, 1040), fx.key[0], GPUIC_SIGNAL_SET, 7);
+    post(&w, nbb, 0);
+    wait_all();
+    CHECK(__atomic_load_n(&remote_put_signals, __ATOMIC_RELAXED) == calls + 1);
+    memcpy(&sig, r + 1040, 8);
+    CHECK(sig == 7 && memcmp(r + 2048, data, 200) == 0 && r[2048 + 200] == 0);
+    /* 600 bytes and an add: the data's put, then the add as an atomic call */
+    nbb = gpuic_wqe_build_put_signal(&w, &h, (uint64_t)(uintptr_t)data, 0, 600,
+                                     fixture_raddr(&fx, 0, 3200), fx.key[0],
+                                     fixture_raddr(&fx, 0, 1040), fx.key[0], GPUIC_SIGNAL_ADD, 2);
+    post(&w, nbb, 0);
+    /* no data, an add: one call */
+    nbb = gpuic_wqe_build_put_signal(&w, &h, 0, 0, 0, fixture_raddr(&fx, 0, 2048), fx.key[0],
+                                     fixture_raddr(&fx, 0, 1040), fx.key[0], GPUIC_SIGNAL_ADD, 5);
+    post(&w, nbb, 0);
+    wait_all();
+    CHECK(__atomic_load_n(&remote_put_signals, __ATOMIC_RELAXED) == calls + 2);
+    memcpy(&sig, r + 1040, 8);
+    CHECK(sig == 14 && memcmp(r + 3200, data, 600) == 0 && r[3199] == 0 && r[3800] == 0);
+    /* a target without the call: the data, then the signal, as for a larger put */
+    remote_put_signal_refuse = 1;
+    nbb = gpuic_wqe_build_put_signal(&w, &h, (uint64_t)(uintptr_t)data + 1, 0, 8,
+                                     fixture_raddr(&fx, 0, 3000), fx.key[0],
+                                     fixture_raddr(&fx, 0, 1048), fx.key[0], GPUIC_SIGNAL_SET, 11);
+    post(&w, nbb, 0);
+    wait_all();
+    remote_put_signal_refuse = 0;
+    CHECK(__atomic_load_n(&remote_put_signal_refused, __ATOMIC_RELAXED) >= 1);
+    CHECK(__atomic_load_n(&remote_put_signals, __ATOMIC_RELAXED) == calls + 2);
+    memcpy(&sig, r + 1048, 8);
+    CHECK(sig == 11 && memcmp(r + 3000, data + 1, 8) == 0);
+    CHECK(take_error() == GPUIC_OK);
+    CHECK(fixture_canaries_ok(&fx));
+}
+
 static void run_kind(fixture_kind_t kind)
 {
     if (!fixture_create_kind(&fx, NT, LEN, kind)) {
@@ -552,6 +641,9 @@ static void run_kind(fixture_kind_t kind)
         test_ops();
     }
     test_put8_multi(kind);
+    if (kind == FIX_DEVICE_REMOTE) {
+        test_put_signal_remote();
+    }
     if (kind == FIX_DEVICE_REMOTE) {
         /* fetch-add, two compare-and-swaps, four accumulates, one signal add, the pieces */
         CHECK(__atomic_load_n(&remote_calls, __ATOMIC_RELAXED) >= 8);
