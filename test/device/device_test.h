@@ -133,4 +133,30 @@ static inline int device_test_gpu_window(int flavor, size_t bytes, int disp_unit
     return rc;
 }
 
+/*
+ * After a GPU window's creation failed with @p rc (MPI_COMM_WORLD returning errors): with
+ * peers on other emulated nodes and a UCX that cannot register device memory, every rank is
+ * refused as documented (the component's MPI_ERR_UNSUPPORTED_OPERATION, or the MPI_ERR_WIN
+ * Open MPI turns a refusing component into): "NAME: ... SKIP", MPI finalized, 77.  Any other
+ * failure counts and ends the test.  Returns the process's exit code.
+ */
+static inline int device_test_window_refused(int rc, int rank, const char *name)
+{
+    const char *e = getenv("OMPI_MCA_osc_gpuic_emulate_nodes");
+    int cls = 0;
+
+    MPI_Error_class(rc, &cls);
+    CHECK(e != NULL && atoi(e) > 0 &&
+          (cls == MPI_ERR_UNSUPPORTED_OPERATION || cls == MPI_ERR_WIN));
+    if (mpi_test_failures != 0) {
+        return mpi_test_finish(name);
+    }
+    if (rank == 0) {
+        printf("%s: peers on other nodes and a UCX without CUDA memory: window creation "
+               "refused as documented: SKIP\n", name);
+    }
+    MPI_Finalize();
+    return 77;
+}
+
 #endif /* GPUIC_DEVICE_TEST_H */

@@ -709,26 +709,14 @@ int main(int argc, char **argv)
     MPI_Info_create(&info);
     MPI_Info_set(info, "mpi_assert_memory_alloc_kinds", "cuda:device");
     /* with peers on other emulated nodes, a UCX that cannot register device memory refuses
-     * the window on every rank (documented): a skip, as in test_gpu_window_host */
+     * the window on every rank (documented): a skip */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     {
-        const char *e = getenv("OMPI_MCA_osc_gpuic_emulate_nodes");
-        int rc = MPI_Win_allocate(WIN_BYTES, DU, info, MPI_COMM_WORLD, &base, &win), cls = 0;
+        int rc = MPI_Win_allocate(WIN_BYTES, DU, info, MPI_COMM_WORLD, &base, &win);
 
         MPI_Info_free(&info);
         if (rc != MPI_SUCCESS) {
-            MPI_Error_class(rc, &cls);
-            CHECK(e != NULL && atoi(e) > 0 &&
-                  (cls == MPI_ERR_UNSUPPORTED_OPERATION || cls == MPI_ERR_WIN));
-            if (mpi_test_failures == 0) {
-                if (rank == 0) {
-                    printf("test_stream_rma: peers on other nodes and a UCX without CUDA memory: "
-                           "window creation refused as documented: SKIP\n");
-                }
-                MPI_Finalize();
-                return 77;
-            }
-            return mpi_test_finish("test_stream_rma");
+            return device_test_window_refused(rc, rank, "test_stream_rma");
         }
     }
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
