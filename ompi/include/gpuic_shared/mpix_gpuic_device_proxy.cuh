@@ -32,7 +32,8 @@
  *     system-scope acquire, and a thread that read a result acknowledges it.
  * Payloads of up to GPUIC_WQE_MAX_INLINE bytes travel inside the entry; larger ones, and
  * every result, go through the slot's staging area, except for transfers of at least
- * GPUIC_DEV_PROXY_ZCOPY_MIN bytes whose device buffer is global memory: their entries name that
+ * GPUIC_DEV_PROXY_ZCOPY_MIN bytes (GPUIC_DEV_PROXY_ZCOPY_MIN_UCX to a target reached through
+ * UCX) whose device buffer is global memory: their entries name that
  * buffer itself (lkey GPUIC_WQE_LKEY_DEVICE), the proxy moves it with the copy engine or UCX,
  * and the call waits for their completion (gpuic_dev_proxy_zcopy()).
  */
@@ -816,16 +817,27 @@ __device__ static inline int gpuic_dev_proxy_put8(const MPIX_Device_target *t, c
  */
 #define GPUIC_DEV_PROXY_ZCOPY_MIN (64u << 10)
 
+/*
+ * The same for targets the proxy reaches through UCX (not through a mapping): there each staged
+ * piece would be a message of its own, and a transport without GPUDirect RDMA writes every
+ * message into the target's GPU memory with a copy it waits for, so that a transfer moves at
+ * the rate of its messages; one message per transfer is the transport's best.  From two
+ * staging pieces (osc_gpuic_device_stage_bytes, 4 KiB by default) on.
+ */
+#define GPUIC_DEV_PROXY_ZCOPY_MIN_UCX (8u << 10)
+
 /* Bytes of one zero-copy entry: pieces large enough that the proxy's per-call cost vanishes,
  * small enough that it starts moving a large transfer while the rest is being posted. */
 #define GPUIC_DEV_PROXY_ZCOPY_CHUNK (8u << 20)
 
-/* Whether a transfer of @p bytes between @p buf and the target goes without staging. */
-__device__ static inline bool gpuic_dev_proxy_zcopy_fits(const void *buf, size_t bytes)
+/* Whether a transfer of @p bytes between @p buf and target @p t goes without staging. */
+__device__ static inline bool gpuic_dev_proxy_zcopy_fits(const MPIX_Device_target *t,
+                                                         const void *buf, size_t bytes)
 {
     /* the proxy reaches global memory by its unified address; shared and local memory exist
      * only for the kernel */
-    return bytes >= GPUIC_DEV_PROXY_ZCOPY_MIN && __isGlobal(buf);
+    return bytes >= (t->mapped ? GPUIC_DEV_PROXY_ZCOPY_MIN : GPUIC_DEV_PROXY_ZCOPY_MIN_UCX) &&
+           __isGlobal(buf);
 }
 
 /*
@@ -932,7 +944,7 @@ __device__ static inline int gpuic_dev_proxy_put(const MPIX_Device_target *t, co
         gpuic_dev_proxy_trace_published(q, seq, 1, nbb, t_fenced);
         return MPI_SUCCESS;
     }
-    if (gpuic_dev_proxy_zcopy_fits(origin, bytes)) {
+    if (gpuic_dev_proxy_zcopy_fits(t, origin, bytes)) {
         return gpuic_dev_proxy_zcopy(t, &wqe, GPUIC_WQE_OP_RDMA_WRITE, origin, bytes, raddr, 0, 0,
                                      0);
     }
@@ -1022,7 +1034,7 @@ __device__ static inline int gpuic_dev_proxy_get(const MPIX_Device_target *t, vo
         }
         return rc;
     }
-    if (gpuic_dev_proxy_zcopy_fits(origin, bytes)) {
+    if (gpuic_dev_proxy_zcopy_fits(t, origin, bytes)) {
         return gpuic_dev_proxy_zcopy(t, &wqe, GPUIC_WQE_OP_RDMA_READ, origin, bytes, raddr, 0, 0,
                                      0);
     }
@@ -1125,7 +1137,7 @@ __device__ static inline int gpuic_dev_proxy_put_signal(const MPIX_Device_target
     char *stage;
     int rc;
 
-    if (gpuic_dev_proxy_zcopy_fits(origin, bytes)) {
+    if (gpuic_dev_proxy_zcopy_fits(t, origin, bytes)) {
         return gpuic_dev_proxy_zcopy(t, &wqe, GPUIC_WQE_OP_PUT_SIGNAL, origin, bytes, raddr,
                                      sig_raddr, value, sig_op);
     }
