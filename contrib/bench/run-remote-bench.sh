@@ -12,10 +12,16 @@
 #     label "nvshmem_ucx"): puts, gets, quiet, message rate and bandwidth; its atomics and
 #     signals abort on that transport without GDRCopy, so those rows have no NVSHMEM figure.
 #
-# Usage: contrib/bench/run-remote-bench.sh [--out DIR] [--iters N] [--max-bytes N]
+# With --hosts A,B the two ranks run on two real nodes instead (one each, no emulation, no MPS;
+# the build tree at the same path on both, e.g. a shared file system): the same columns over
+# the site's network, which is how GPUDirect RDMA and a real fabric are measured.
+#
+# Usage: contrib/bench/run-remote-bench.sh [--out DIR] [--iters N] [--max-bytes N] [--hosts A,B]
 #   UCX_HOME=DIR       a CUDA-enabled UCX (DIR/lib goes first on LD_LIBRARY_PATH for every rank;
 #                      default: whichever libucp the loader finds)
-#   UCX_TLS            default tcp,cuda_copy,self (a network transport between the two nodes)
+#   UCX_TLS            emulated nodes: default tcp,cuda_copy,self (a network transport between
+#                      the two nodes); --hosts: UCX's own choice unless set (e.g.
+#                      rc,cuda_copy,gdr_copy)
 #   NVSHMEM_HOME=DIR   NVSHMEM install (default: the nvidia.nvshmem Python package, if any)
 # Writes DIR/results.csv (component,measure,size,value,unit) and DIR/ratios.md (also printed):
 # gpuic beside NVSHMEM-over-UCX and raw UCX for each comparable row, with the issue's targets.
@@ -25,15 +31,21 @@ build=${GPUIC_BUILD_DIR:-$top/_build}
 out="$top/bench-results/remote-$(date +%Y%m%d-%H%M%S)"
 iters=2000
 max_bytes=$((16 << 20))
+hosts=
 while [ $# -gt 0 ]; do
     case $1 in
         --out) out=$2; shift ;;
         --iters) iters=$2; shift ;;
         --max-bytes) max_bytes=$2; shift ;;
-        *) echo "usage: $0 [--out DIR] [--iters N] [--max-bytes N]" >&2; exit 2 ;;
+        --hosts) hosts=$2; shift ;;
+        *) echo "usage: $0 [--out DIR] [--iters N] [--max-bytes N] [--hosts A,B]" >&2; exit 2 ;;
     esac
     shift
 done
+case $hosts in
+    "" | *,*) ;;
+    *) echo "--hosts takes two host names, A,B" >&2; exit 2 ;;
+esac
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 csv="$out/results.csv"
@@ -44,15 +56,25 @@ make -C "$build/contrib/bench" ucx_floor gpu_window_bench >"$out/build.log" 2>&1
     { echo "build failed: see $out/build.log"; tail -20 "$out/build.log"; exit 1; }
 
 . "$top/contrib/bench/mpirun-env.sh"
-export UCX_TLS=${UCX_TLS:-tcp,cuda_copy,self}
+if [ -n "$hosts" ]; then
+    # one rank on each real node, each with its own GPU: no MPS, no emulation
+    "$top/contrib/mps.sh" stop
+    unset CUDA_MPS_PIPE_DIRECTORY
+    mpirun=(mpirun -np 2 --host "$hosts" --bind-to none)
+    emul=(--mca osc gpuic)
+    where="Two ranks on two nodes ($hosts)"
+else
+    export UCX_TLS=${UCX_TLS:-tcp,cuda_copy,self}
+    emul=(--mca osc gpuic --mca osc_gpuic_emulate_nodes 1)
+    where="Two ranks on two emulated nodes"
+fi
 if [ -n "${UCX_HOME:-}" ]; then
     export LD_LIBRARY_PATH="$UCX_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
-mpirun+=(-x UCX_TLS)
+[ -n "${UCX_TLS:-}" ] && mpirun+=(-x UCX_TLS)
 [ -n "${LD_LIBRARY_PATH:-}" ] && mpirun+=(-x LD_LIBRARY_PATH)
 ucx_version=$( { [ -n "${UCX_HOME:-}" ] && "$UCX_HOME/bin/ucx_info" -v; } 2>/dev/null | head -1)
-echo "UCX_TLS=$UCX_TLS ${ucx_version:+($ucx_version)}" | tee "$out/ucx.txt"
-emul=(--mca osc gpuic --mca osc_gpuic_emulate_nodes 1)
+echo "UCX_TLS=${UCX_TLS:-UCX-default} ${ucx_version:+($ucx_version)}" | tee "$out/ucx.txt"
 timed() { timeout 300 "$@"; }
 
 echo "== raw UCX, device memory to device memory (ucx_floor)"
@@ -82,7 +104,7 @@ if [ -n "$nv" ] && [ -f "$nv/include/nvshmem.h" ]; then
         $(mpicc --showme:compile) "$top/contrib/bench/nvshmem_bench.cu" -o "$out/nvshmem_bench" \
         -L"$out" -L"$nv/lib" -lnvshmem_host -lnvshmem_device -lcuda $(mpicc --showme:link) \
         -Xlinker -rpath -Xlinker "$nv/lib" >"$out/nvshmem_build.log" 2>&1 &&
-    NVSHMEM_REMOTE_TRANSPORT=ucx NVSHMEM_DISABLE_P2P=1 NVSHMEM_DISABLE_NVLS=1 \
+    NVSHMEM_REMOTE_TRANSPORT=${NVSHMEM_REMOTE_TRANSPORT:-ucx} NVSHMEM_DISABLE_P2P=1 NVSHMEM_DISABLE_NVLS=1 \
         LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$nv/lib" \
         timed "${mpirun[@]}" -x NVSHMEM_REMOTE_TRANSPORT -x NVSHMEM_DISABLE_P2P \
         -x NVSHMEM_DISABLE_NVLS -x LD_LIBRARY_PATH "$out/nvshmem_bench" --label nvshmem_ucx \
@@ -94,7 +116,7 @@ fi
 "$top/contrib/mps.sh" stop
 
 echo "== ratios"
-awk -F, -v tls="$UCX_TLS" '
+awk -F, -v tls="${UCX_TLS:-UCX-default}" -v where="$where" '
     NR > 1 && $4 != "NA" { v[$1 "," $2 "," $3] = $4 }
     function cell(x) { return x == "" ? "" : sprintf("%.3f", x) }
     function ratio(a, b) { return a == "" || b == "" || b == 0 ? "" : sprintf("%.2f", a / b) }
@@ -111,7 +133,7 @@ awk -F, -v tls="$UCX_TLS" '
                cell(u), ratio(gv, n), ratio(gv, u)
     }
     END {
-        printf "Two ranks on two emulated nodes, UCX_TLS=%s.\n\n", tls
+        printf "%s, UCX_TLS=%s.\n\n", where, tls
         print "Latency (us, 8 B): target gpuic <= NVSHMEM-UCX and <= raw UCX + 2 us\n"
         print "| row | gpuic | NVSHMEM-UCX | raw UCX | gpuic/NVSHMEM | gpuic - UCX |"
         print "|---|---:|---:|---:|---:|---:|"
