@@ -223,7 +223,10 @@ static int gpuic_proxy_put_signal_fits(const gpuic_proxy_t *proxy, const gpuic_w
 /*
  * A put-with-signal to device memory of another process as one remote call, which the target
  * executes in order (the data, then the signal update, on its GPU): complete at the target on
- * return, one round trip where a put, its flush and then the signal would take two.
+ * return, one round trip where a put, its flush and then the signal would take two.  The
+ * endpoint is flushed first, as the data's put was before: the signal is a release, so earlier
+ * puts to the target (still in flight through UCX, whose active messages are not ordered with
+ * its RMA) complete before it; with nothing in flight that flush returns at once.
  * GPUIC_ERR_UNSUPPORTED when the target executes no such call (nothing was written there).
  */
 static gpuic_status_t gpuic_proxy_put_signal_call(gpuic_proxy_t *proxy,
@@ -250,6 +253,9 @@ static gpuic_status_t gpuic_proxy_put_signal_call(gpuic_proxy_t *proxy,
         } else {
             memcpy(a.data, (const void *)(uintptr_t)d->laddr, d->len);
         }
+    }
+    if (status == GPUIC_OK) {
+        status = gpuic_ep_flush(e->ep);
     }
     if (status == GPUIC_OK) {
         status = gpuic_ep_call(e->ep, &a, gpuic_call_atomic_len(d->len), NULL, 0, NULL);
