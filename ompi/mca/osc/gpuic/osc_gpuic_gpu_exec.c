@@ -8,8 +8,9 @@
  * host MPI calls (through the component's worker).  One request is at most
  * MPIX_GPUIC_AGENT_INLINE bytes of operands, one agent command, one round trip.  A peer's
  * device put-with-signal of at most that many bytes comes here too, data and signal in one
- * request (two agent commands, the data's before the signal's), so that its origin sends the
- * signal without first waiting for the data's remote completion.
+ * request (the data written before the signal: a set by two driver copies, an add by two agent
+ * commands), so that its origin sends the signal without first waiting for the data's remote
+ * completion.
  *
  * The handler runs inside the progress of the worker the request came to: the proxy thread's,
  * or any thread's MPI progress.  That thread may hold a window's gpu_lock already (a host call
@@ -270,11 +271,13 @@ static gpuic_status_t ompi_osc_gpuic_exec_run(ompi_osc_gpuic_module_t *module,
 }
 
 /*
- * Executes a checked put-with-signal on @p module with its agent: the data as one command, the
- * signal update as the next.  The agent finishes a command with a system-scope fence before it
- * takes the next one, which orders the data before the signal for every observer (a kernel
- * of this GPU waiting for the signal, or a host); the update is a device atomic, atomic with
- * the kernels' own updates of the word.
+ * Executes a checked put-with-signal on @p module.  A set: the data, then the signal word, each
+ * a driver copy that is complete on return (the signal's copy starts after the data landed), as
+ * a transport writes them; the copy engine needs no SM, so a kernel of this GPU that holds
+ * every SM while it waits for the signal still gets it.  An add must be a device atomic, atomic
+ * with the kernels' own updates of the word: the agent executes the data as one command and the
+ * update as the next, and finishes a command with a system-scope fence before it takes the
+ * next one, which orders the data before the signal for every observer.
  */
 static gpuic_status_t ompi_osc_gpuic_exec_put_signal(ompi_osc_gpuic_module_t *module,
                                                      const gpuic_call_atomic_t *a)
@@ -283,6 +286,18 @@ static gpuic_status_t ompi_osc_gpuic_exec_put_signal(ompi_osc_gpuic_module_t *mo
     uint64_t seq = 0;
     int rc = OMPI_SUCCESS;
 
+    if (a->acc_op == GPUIC_ACC_REPLACE) {
+        gpuic_status_t status = GPUIC_OK;
+
+        if (a->count > 0) {
+            status = gpuic_cuda_copy_independent((void *)(uintptr_t)a->addr, a->data, a->count);
+        }
+        if (status == GPUIC_OK) {
+            status = gpuic_cuda_copy_independent((void *)(uintptr_t)a->sig_addr, a->compare,
+                                                 sizeof(uint64_t));
+        }
+        return status;
+    }
     if (!ompi_osc_gpuic_exec_lock(module)) {
         return GPUIC_ERR_NO_RESOURCE;
     }
@@ -305,7 +320,7 @@ static gpuic_status_t ompi_osc_gpuic_exec_put_signal(ompi_osc_gpuic_module_t *mo
         cmd->what = MPIX_GPUIC_AGENT_ACC;
         cmd->flags = 0;
         cmd->type = MPIX_DEVICE_UINT64;
-        cmd->op = a->acc_op == GPUIC_ACC_SUM ? MPIX_DEVICE_SUM : MPIX_DEVICE_REPLACE;
+        cmd->op = MPIX_DEVICE_SUM;
         cmd->count = 1;
         cmd->target = a->sig_addr;
         memcpy(cmd->data, a->compare, sizeof(uint64_t));
