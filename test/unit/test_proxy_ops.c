@@ -643,8 +643,6 @@ static void run_kind(fixture_kind_t kind)
     test_put8_multi(kind);
     if (kind == FIX_DEVICE_REMOTE) {
         test_put_signal_remote();
-    }
-    if (kind == FIX_DEVICE_REMOTE) {
         /* fetch-add, two compare-and-swaps, four accumulates, one signal add, the pieces */
         CHECK(__atomic_load_n(&remote_calls, __ATOMIC_RELAXED) >= 8);
     }
