@@ -96,6 +96,8 @@ gpuic_status_t gpuic_context_create(const gpuic_context_params_t *params, gpuic_
         }
         if (st == UCS_OK) {
             pthread_mutex_init(&ctx->serve_lock, NULL);
+            /* a thread waiting on a peer through this context serves that peer meanwhile */
+            ctx->also_serve = ctx;
         } else {
             /* peers then reach this process through its own worker, served by its calls */
             gpuic_log(GPUIC_LOG_WARN, "no serving worker (%s): peers' device calls on this "

@@ -29,7 +29,9 @@ typedef struct gpuic_context_params {
      *  issues nothing and is progressed with gpuic_context_serve_progress() from any thread.
      *  Peers whose endpoints connect to it reach this process's registered memory with
      *  operations that need this process's progress (RMA and atomics a transport emulates in
-     *  software) while the context's own worker is left to its thread.  Where UCX cannot
+     *  software) while the context's own worker is left to its thread.  Every progress of
+     *  the context progresses it too (gpuic_context_serve_also() with the context itself), so
+     *  that two processes waiting on each other's answers both move on.  Where UCX cannot
      *  create it, the context has none (a warning says so) and the call still succeeds. */
     int serve;
 } gpuic_context_params_t;

@@ -442,6 +442,24 @@ gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t le
     return status;
 }
 
+gpuic_status_t gpuic_cuda_mem_range(const void *ptr, uintptr_t *base_p, size_t *size_p)
+{
+    CUdeviceptr base = 0;
+    size_t size = 0;
+
+    if (!gpuic_cuda_available() || gpuic_cuda_ensure_context() != GPUIC_OK) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
+    /* not logged: host memory is an expected answer */
+    if (gpuic_cuda.mem_get_address_range(&base, &size, (CUdeviceptr)(uintptr_t)ptr) !=
+        CUDA_SUCCESS) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    *base_p = (uintptr_t)base;
+    *size_p = size;
+    return GPUIC_OK;
+}
+
 gpuic_status_t gpuic_cuda_memset(void *dptr, int byte, size_t len)
 {
     if (!gpuic_cuda_available()) {
@@ -881,6 +899,11 @@ gpuic_status_t gpuic_cuda_memcpy(void *dst, const void *src, size_t len)
 gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t len)
 {
     (void)dst; (void)src; (void)len;
+    return GPUIC_ERR_NO_DEVICE;
+}
+gpuic_status_t gpuic_cuda_mem_range(const void *ptr, uintptr_t *base_p, size_t *size_p)
+{
+    (void)ptr; (void)base_p; (void)size_p;
     return GPUIC_ERR_NO_DEVICE;
 }
 gpuic_status_t gpuic_cuda_memset(void *dptr, int byte, size_t len)

@@ -110,6 +110,13 @@ gpuic_status_t gpuic_cuda_memcpy(void *dst, const void *src, size_t len);
  */
 gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t len);
 
+/**
+ * The allocation that holds device memory at @p ptr: its first byte and size
+ * (cuMemGetAddressRange); callable from any thread.
+ * @return GPUIC_OK, GPUIC_ERR_INVALID_PARAM (not device memory) or GPUIC_ERR_NO_DEVICE.
+ */
+gpuic_status_t gpuic_cuda_mem_range(const void *ptr, uintptr_t *base_p, size_t *size_p);
+
 /** Fills @p len bytes of device memory with @p byte. */
 gpuic_status_t gpuic_cuda_memset(void *dptr, int byte, size_t len);
 

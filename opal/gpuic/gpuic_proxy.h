@@ -78,6 +78,10 @@ typedef struct gpuic_proxy_params {
      *  addresses on either side; synchronous: the data is in place when it returns.  NULL:
      *  WQEs that would need it are refused (GPUIC_ERR_UNSUPPORTED) with nothing moved. */
     gpuic_status_t (*copy)(void *dst, const void *src, size_t len);
+    /** The allocation holding device memory at @p addr (its first byte and size), so that
+     *  UCX puts from adjacent device buffers of several WQEs merge only within one
+     *  allocation; any thread.  NULL: such puts are never merged (host buffers still are). */
+    gpuic_status_t (*device_range)(const void *addr, uintptr_t *base_p, size_t *size_p);
 } gpuic_proxy_params_t;
 
 /** A ring and the window objects its WQEs refer to. */
@@ -113,6 +117,7 @@ typedef struct gpuic_proxy_stats {
     uint64_t errors;   /**< WQEs completed with an error */
     uint64_t rounds;   /**< rounds that found work */
     uint64_t sleeps;   /**< idle pauses taken */
+    uint64_t merged;   /**< puts that went to UCX as part of another's (adjacent bytes) */
     uint64_t cpu_ns;   /**< CPU time the proxy thread has used (0 before it starts) */
 } gpuic_proxy_stats_t;
 

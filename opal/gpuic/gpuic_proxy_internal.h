@@ -8,6 +8,7 @@
  *   gpuic_proxy_issue.c    validation and execution of one WQE (key checks, copies, UCX)
  *   gpuic_proxy_complete.c retiring rounds in order: counters, completion and free indexes
  *   gpuic_proxy_acc.c      atomics and accumulates
+ *   gpuic_proxy_merge.c    UCX puts held through a round and issued merged
  */
 #ifndef GPUIC_PROXY_INTERNAL_H
 #define GPUIC_PROXY_INTERNAL_H
@@ -82,6 +83,18 @@ struct gpuic_proxy_round {
     unsigned ntranges, trange_cap;
 };
 
+/* A UCX put held until its round's puts are issued (gpuic_proxy_merge.c). */
+typedef struct gpuic_proxy_put {
+    gpuic_proxy_op_t *op;
+    gpuic_ep_t *ep;
+    const gpuic_rkey_t *rkey;
+    const char *src;          /* the WQE's local buffer */
+    uint64_t raddr;
+    uint64_t len;
+    unsigned order;           /* position among the held puts */
+    int device;               /* src is device memory (GPUIC_WQE_LKEY_DEVICE) */
+} gpuic_proxy_put_t;
+
 /* An attached queue and its per-target bookkeeping for the round being built. */
 typedef struct gpuic_proxy_attached {
     gpuic_proxy_queue_t q;
@@ -121,6 +134,13 @@ struct gpuic_proxy {
     uint64_t round_stamp;
 
     uint64_t stat_wqes, stat_errors, stat_rounds, stat_sleeps; /* atomic (read by stats) */
+    uint64_t stat_merged;                                      /* atomic (read by stats) */
+
+    /* Puts held while a round drains (gpuic_proxy_merge.c), and the device allocation the
+     * last merge looked up ([merge_lo, merge_hi); empty when lo == hi). */
+    gpuic_proxy_put_t *puts;
+    unsigned nputs, put_cap;
+    uintptr_t merge_lo, merge_hi;
 
     /* Device memory named by WQEs (GPUIC_WQE_LKEY_DEVICE) over UCX: handed to UCX as it is when
      * the context's transports reach device memory, else moved through bounce, a host buffer
@@ -141,6 +161,11 @@ unsigned gpuic_proxy_round(gpuic_proxy_t *proxy);
 /* Returns an operation to the free list. */
 GPUIC_PROXY_LOCAL
 void gpuic_proxy_op_put(gpuic_proxy_op_t *op);
+
+/* An operation's local completion with @p status (its completion callback): counted in its
+ * round, an error failing the round; the op goes back to the free list. */
+GPUIC_PROXY_LOCAL
+void gpuic_proxy_op_done(gpuic_rma_completion_t *comp, gpuic_status_t status);
 
 /* Frees the proxy's cached operations and rounds. */
 GPUIC_PROXY_LOCAL
@@ -163,6 +188,23 @@ int gpuic_proxy_grow(void **array, unsigned *cap, unsigned n, size_t elem_size);
 GPUIC_PROXY_LOCAL
 gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t *a,
                                    gpuic_proxy_op_t *op, const gpuic_wqe_desc_t *d);
+
+/* ---- put merging (gpuic_proxy_merge.c) ---- */
+
+/* Holds a validated UCX put of @p op (from @p src, not an inline payload, @p device when it
+ * is device memory) to @p raddr of @p e's region until gpuic_proxy_puts_issue().  Returns
+ * GPUIC_INPROGRESS (op->comp will report it), or, where it cannot be held, what issuing it
+ * at once returned. */
+GPUIC_PROXY_LOCAL
+gpuic_status_t gpuic_proxy_put_hold(gpuic_proxy_t *proxy, gpuic_proxy_op_t *op,
+                                    const gpuic_keytable_entry_t *e, const void *src,
+                                    uint64_t len, uint64_t raddr, int device);
+
+/* Issues the held puts, adjacent ones merged; each op's completion comes as for any UCX put
+ * (an issue that fails fails the round).  Called before any other WQE is executed and at the
+ * end of each round's drain, before its flush. */
+GPUIC_PROXY_LOCAL
+void gpuic_proxy_puts_issue(gpuic_proxy_t *proxy);
 
 /* ---- completion (gpuic_proxy_complete.c) ---- */
 

@@ -313,6 +313,9 @@ gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t 
     if (d->len > proxy->params.max_msg_size) {
         return GPUIC_ERR_INVALID_PARAM;
     }
+    if (d->opcode != GPUIC_WQE_OP_RDMA_WRITE || (d->flags & GPUIC_WQE_CTRL_FENCE)) {
+        gpuic_proxy_puts_issue(proxy); /* held puts go before it, as they were posted */
+    }
     if (d->flags & GPUIC_WQE_CTRL_FENCE) {
         /* hardware semantics: earlier WQEs complete before this one starts */
         status = gpuic_context_flush(proxy->params.ctx);
@@ -349,9 +352,12 @@ gpuic_status_t gpuic_proxy_execute(gpuic_proxy_t *proxy, gpuic_proxy_attached_t 
             return gpuic_rma_get_nb(e->ep, (void *)(uintptr_t)d->laddr, d->len, d->raddr,
                                     e->rkey, &op->comp);
         }
-        return gpuic_rma_put_nb(e->ep, d->inline_data != NULL ? (const void *)d->inline_data
-                                                              : (const void *)(uintptr_t)d->laddr,
-                                d->len, d->raddr, e->rkey, &op->comp);
+        if (d->inline_data != NULL) {
+            return gpuic_rma_put_nb(e->ep, d->inline_data, d->len, d->raddr, e->rkey, &op->comp);
+        }
+        /* a buffer's bytes may continue another put's: held and merged (gpuic_proxy_merge.c) */
+        return gpuic_proxy_put_hold(proxy, op, e, (const void *)(uintptr_t)d->laddr, d->len,
+                                    d->raddr, gpuic_proxy_local_device(d));
     case GPUIC_WQE_OP_ATOMIC_FA:
     case GPUIC_WQE_OP_ATOMIC_CS:
         status = gpuic_proxy_check(a, d->target, d->rkey, d->raddr, 8, &e);

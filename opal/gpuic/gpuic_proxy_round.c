@@ -12,8 +12,6 @@
 #include "gpuic_log.h"
 #include "gpuic_proxy_internal.h"
 
-static void gpuic_proxy_op_done(gpuic_rma_completion_t *comp, gpuic_status_t status);
-
 static gpuic_proxy_op_t *gpuic_proxy_op_get(gpuic_proxy_t *proxy)
 {
     gpuic_proxy_op_t *op = proxy->free_ops;
@@ -36,7 +34,7 @@ void gpuic_proxy_op_put(gpuic_proxy_op_t *op)
     op->proxy->free_ops = op;
 }
 
-static void gpuic_proxy_op_done(gpuic_rma_completion_t *comp, gpuic_status_t status)
+void gpuic_proxy_op_done(gpuic_rma_completion_t *comp, gpuic_status_t status)
 {
     gpuic_proxy_op_t *op = (gpuic_proxy_op_t *)((char *)comp - offsetof(gpuic_proxy_op_t, comp));
 
@@ -230,6 +228,7 @@ unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
         }
         gpuic_proxy_done_add(round, a);
     }
+    gpuic_proxy_puts_issue(proxy); /* before the round's flush */
     /* the proxy is the only writer: no locked instruction needed */
     __atomic_store_n(&proxy->stat_wqes,
                      __atomic_load_n(&proxy->stat_wqes, __ATOMIC_RELAXED) + consumed,
@@ -273,4 +272,7 @@ void gpuic_proxy_free_lists(gpuic_proxy_t *proxy)
         free(round->tranges);
         free(round);
     }
+    free(proxy->puts);
+    proxy->puts = NULL;
+    proxy->put_cap = 0;
 }

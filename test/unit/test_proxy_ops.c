@@ -14,6 +14,7 @@
  *    atomics by CPU atomics, or by UCX), where validation must refuse exactly the same WQEs;
  *    and a mapping with no atomic at all, where atomics, accumulates and signal adds are
  *    refused without writing anything;
+ *  - UCX puts whose local and remote bytes continue each other's go as one UCX put;
  *  - and once more with the regions entered as device memory reached through UCX, where
  *    atomics, accumulates and signal adds are remote calls (gpuic_call.h) that a CPU handler
  *    of the target context executes: same results, and the handler saw them; a
@@ -619,6 +620,43 @@ static void test_put_signal_remote(void)
     CHECK(fixture_canaries_ok(&fx));
 }
 
+/* UCX puts from a buffer whose bytes continue each other's (local and remote) go as one: six
+ * slices of one buffer posted in reverse order while the proxy is paused (so one round takes
+ * them all) land whole, five of them merged into another's put; a seventh put whose local
+ * bytes continue theirs but whose remote ones do not goes on its own. */
+static void test_put_merge(void)
+{
+    const gpuic_wqe_hdr_t h = {0, 1, 0};
+    uint8_t *r = fixture_region(&fx, 1);
+    static uint8_t data[7 * 256];
+    gpuic_proxy_stats_t s0, s1;
+    gpuic_wqe_t w;
+    unsigned nbb;
+
+    for (unsigned i = 0; i < sizeof(data); ++i) {
+        data[i] = (uint8_t)(i * 7 + 3);
+    }
+    memset(r, 0, LEN);
+    gpuic_proxy_stats(fx.proxy, &s0);
+    gpuic_proxy_pause(fx.proxy);
+    for (unsigned i = 6; i-- > 0;) {
+        nbb = gpuic_wqe_build_put(&w, &h, (uint64_t)(uintptr_t)(data + i * 256), 0, 256,
+                                  fixture_raddr(&fx, 1, 512 + i * 256), fx.key[1]);
+        post(&w, nbb, 1);
+    }
+    nbb = gpuic_wqe_build_put(&w, &h, (uint64_t)(uintptr_t)(data + 6 * 256), 0, 256,
+                              fixture_raddr(&fx, 1, 3072), fx.key[1]);
+    post(&w, nbb, 1);
+    gpuic_proxy_resume(fx.proxy);
+    wait_all();
+    CHECK(take_error() == GPUIC_OK);
+    gpuic_proxy_stats(fx.proxy, &s1);
+    CHECK(s1.merged - s0.merged == 5);
+    CHECK(memcmp(r + 512, data, 6 * 256) == 0 && memcmp(r + 3072, data + 6 * 256, 256) == 0);
+    CHECK(r[511] == 0 && r[512 + 6 * 256] == 0 && r[3071] == 0 && r[3072 + 256] == 0);
+    CHECK(fixture_canaries_ok(&fx));
+}
+
 static void run_kind(fixture_kind_t kind)
 {
     if (!fixture_create_kind(&fx, NT, LEN, kind)) {
@@ -641,6 +679,9 @@ static void run_kind(fixture_kind_t kind)
         test_ops();
     }
     test_put8_multi(kind);
+    if (kind == FIX_UCX || kind == FIX_DEVICE_REMOTE) {
+        test_put_merge();
+    }
     if (kind == FIX_DEVICE_REMOTE) {
         test_put_signal_remote();
         /* fetch-add, two compare-and-swaps, four accumulates, one signal add, the pieces */

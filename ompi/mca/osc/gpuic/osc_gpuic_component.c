@@ -488,9 +488,9 @@ int ompi_osc_gpuic_peer_first_off_node(ompi_osc_gpuic_module_t *module)
 
 static int ompi_osc_gpuic_progress(void)
 {
-    /* Registered only while windows exist, and the context outlives every window. */
-    return (int)(gpuic_context_progress(mca_osc_gpuic_component.ctx) +
-                 gpuic_context_serve_progress(mca_osc_gpuic_component.ctx));
+    /* Registered only while windows exist, and the context outlives every window; this
+     * progresses its serving worker too. */
+    return (int)gpuic_context_progress(mca_osc_gpuic_component.ctx);
 }
 
 void ompi_osc_gpuic_window_added(ompi_osc_gpuic_module_t *module)

@@ -81,6 +81,7 @@ static int ompi_osc_gpuic_proxy_get(gpuic_proxy_t **proxy_p)
             gpuic_context_serve_address(c->ctx, &serve, &serve_len);
             pparams.serve = serve_len > 0 ? c->ctx : NULL;
             pparams.copy = gpuic_cuda_copy_independent;
+            pparams.device_range = gpuic_cuda_mem_range;
             status = gpuic_proxy_create(&pparams, &c->proxy);
         }
         if (status == GPUIC_OK && !c->proxy_endpoints_init) {

@@ -27,7 +27,7 @@ typedef struct ompi_osc_gpuic_wininfo {
     uint64_t state_chunk;    /* the pool chunk holding the state block (osc_gpuic_state_pool.c) */
     int32_t  disp_unit;
     uint32_t address_len;
-    uint32_t serve_address_len; /* where device queues of peers connect (see ...peer_setup) */
+    uint32_t serve_address_len; /* where peers connect when non-zero (see ...peer_setup) */
     uint32_t rkey_len;
     uint32_t state_rkey_len;
     uint32_t gpu;            /* the window memory is device memory */
@@ -349,15 +349,21 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
     rkey = serve + info.serve_address_len;
     state_rkey = rkey + info.rkey_len;
 
-    rc = ompi_osc_gpuic_endpoint_get(ompi_comm_peer_lookup(module->comm, rank), address,
-                                     info.address_len, &peer->ep);
+    /* To the peer's serving worker where it has one (progressed by the peer's proxy thread
+     * as well as by its MPI calls and waits), else to its worker: operations a transport
+     * emulates in software (tcp's RMA and atomics, the window state's lock words among
+     * them) then complete while the peer's threads wait for a kernel or a stream, however
+     * long, instead of running into osc_gpuic_timeout. */
+    rc = ompi_osc_gpuic_endpoint_get(ompi_comm_peer_lookup(module->comm, rank),
+                                     info.serve_address_len > 0 ? serve : address,
+                                     info.serve_address_len > 0 ? info.serve_address_len
+                                                                : info.address_len,
+                                     &peer->ep);
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    /* kept for a device queue, whose proxy connects with a context of its own: to the
-     * peer's serving worker where it has one (progressed by the peer's proxy thread and
-     * MPI calls, so that operations a transport emulates in software complete while the
-     * peer's threads wait for a kernel), else to its worker */
+    /* kept for a device queue, whose proxy connects with a context of its own: the same
+     * worker */
     peer->address_len = info.serve_address_len > 0 ? info.serve_address_len : info.address_len;
     peer->address = malloc(peer->address_len);
     peer->rkey_blob = info.rkey_len > 0 ? malloc(info.rkey_len) : NULL;
