@@ -105,10 +105,21 @@ static void gpuic_proxy_wake(gpuic_proxy_t *proxy)
  */
 #define GPUIC_PROXY_DEVICE_YIELD_PASSES 1024u
 
+/* The longest idle pause now: longer while the proxy serves its peers alone (no ring). */
+static uint64_t gpuic_proxy_max_sleep_ns(const gpuic_proxy_t *proxy)
+{
+    uint64_t us = proxy->params.max_sleep_us;
+
+    if (proxy->nqueues == 0 && proxy->params.serve != NULL) {
+        us = GPUIC_PROXY_SERVE_ONLY_MAX_SLEEP_US;
+    }
+    return us * 1000;
+}
+
 static void *gpuic_proxy_main(void *arg)
 {
     gpuic_proxy_t *proxy = arg;
-    uint64_t sleep_ns = 1000;
+    uint64_t sleep_ns = 1000, max_sleep_ns;
     unsigned idle = 0, passes = 0;
     int serving = 0;
 
@@ -158,6 +169,7 @@ static void *gpuic_proxy_main(void *arg)
             /* every ring is fed by GPU threads (tagged words): they are not on this core */
             device_fed = holding || proxy->nqueues != 0;
         }
+        max_sleep_ns = gpuic_proxy_max_sleep_ns(proxy); /* nqueues: under ctx_lock */
         pthread_mutex_unlock(&proxy->ctx_lock);
 
         if (work != 0) {
@@ -178,8 +190,8 @@ static void *gpuic_proxy_main(void *arg)
             gpuic_proxy_sleep(proxy, sleep_ns);
             /* doubling, but never past the longest pause: device producers wait that long */
             sleep_ns *= 2;
-            if (sleep_ns > (uint64_t)proxy->params.max_sleep_us * 1000) {
-                sleep_ns = (uint64_t)proxy->params.max_sleep_us * 1000;
+            if (sleep_ns > max_sleep_ns) {
+                sleep_ns = max_sleep_ns;
             }
         }
     }
@@ -267,11 +279,37 @@ void gpuic_proxy_destroy(gpuic_proxy_t *proxy)
     free(proxy);
 }
 
+/* Starts the thread unless it runs; the caller has paused the proxy (or it has no thread). */
+static gpuic_status_t gpuic_proxy_thread_start(gpuic_proxy_t *proxy)
+{
+    int rc;
+
+    if (proxy->started) {
+        return GPUIC_OK;
+    }
+    rc = pthread_create(&proxy->thread, NULL, gpuic_proxy_main, proxy);
+    if (rc != 0) {
+        gpuic_log(GPUIC_LOG_ERROR, "proxy: cannot start its thread: %s", strerror(rc));
+        return GPUIC_ERR_TRANSPORT;
+    }
+    proxy->started = 1;
+    return GPUIC_OK;
+}
+
+gpuic_status_t gpuic_proxy_start(gpuic_proxy_t *proxy)
+{
+    gpuic_status_t status;
+
+    gpuic_proxy_pause(proxy);
+    status = gpuic_proxy_thread_start(proxy);
+    gpuic_proxy_resume(proxy);
+    return status;
+}
+
 gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *queue)
 {
     gpuic_proxy_attached_t *queues, *a;
     gpuic_status_t status = GPUIC_OK;
-    int rc;
 
     if (queue->ring == NULL || queue->keys == NULL || queue->cmpl == NULL ||
         queue->done == NULL || (queue->free != NULL && queue->acks == NULL)) {
@@ -303,16 +341,10 @@ gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *
         goto out_resume;
     }
     proxy->nqueues++;
-    if (!proxy->started) {
-        rc = pthread_create(&proxy->thread, NULL, gpuic_proxy_main, proxy);
-        if (rc != 0) {
-            gpuic_log(GPUIC_LOG_ERROR, "proxy: cannot start its thread: %s", strerror(rc));
-            proxy->nqueues--;
-            gpuic_proxy_attached_free(a);
-            status = GPUIC_ERR_TRANSPORT;
-            goto out_resume;
-        }
-        proxy->started = 1;
+    status = gpuic_proxy_thread_start(proxy);
+    if (status != GPUIC_OK) {
+        proxy->nqueues--;
+        gpuic_proxy_attached_free(a);
     }
 out_resume:
     gpuic_proxy_resume(proxy);

@@ -57,6 +57,13 @@ typedef struct gpuic_proxy gpuic_proxy_t;
  *  is idle, against a wake-up this often (a few thousand a second cost no core). */
 #define GPUIC_PROXY_SERVE_MAX_SLEEP_US 100
 
+/** Longest idle pause, in microseconds, of a serving proxy that drains no ring (started by
+ *  gpuic_proxy_start() for its peers alone): the first operation of a peer after an idle
+ *  while waits up to this long, against a tenth of the wake-ups (and of the idle thread's
+ *  CPU time: README, osc_gpuic_async_progress) of GPUIC_PROXY_SERVE_MAX_SLEEP_US; a ring
+ *  attached brings the shorter bound back. */
+#define GPUIC_PROXY_SERVE_ONLY_MAX_SLEEP_US 1000
+
 /** Parameters of gpuic_proxy_create(); zero fields take their defaults. */
 typedef struct gpuic_proxy_params {
     gpuic_context_t *ctx;     /**< context the proxy progresses (thread_serialized) */
@@ -133,6 +140,14 @@ gpuic_status_t gpuic_proxy_create(const gpuic_proxy_params_t *params, gpuic_prox
  * work still incomplete then is abandoned (logged), and its memory is not freed.
  */
 void gpuic_proxy_destroy(gpuic_proxy_t *proxy);
+
+/**
+ * Starts the thread now rather than with the first ring: a proxy that serves a context
+ * (gpuic_proxy_params_t.serve) then progresses it from the start, for a process whose peers'
+ * operations need its progress while it has no ring.  Does nothing when the thread runs.
+ * @return GPUIC_OK or GPUIC_ERR_TRANSPORT (thread creation failed).
+ */
+gpuic_status_t gpuic_proxy_start(gpuic_proxy_t *proxy);
 
 /**
  * Starts draining a ring (starting the thread on first use).  The queue's objects must stay

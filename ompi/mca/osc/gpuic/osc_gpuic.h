@@ -329,6 +329,7 @@ typedef struct ompi_osc_gpuic_component {
     bool gpu_agent;         /**< small device work of host calls goes to the window agent */
     int  cma_min_bytes;     /**< smallest piece sent by cross-memory copy; -1: none */
     int  emulate_nodes;     /**< processes per emulated node (by world rank); 0: real nodes */
+    bool async_progress;    /**< a thread serves peers' operations from the first window */
 
     ompi_osc_gpuic_counters_t counters; /**< MPI_T performance variables */
 
@@ -626,6 +627,11 @@ static inline void *ompi_osc_gpuic_pages_alloc(size_t len)
 }
 
 /* Device queues (osc_gpuic_devqueue.c) */
+/**
+ * Starts the proxy thread now, without a device queue (osc_gpuic_async_progress): it then
+ * progresses the serving worker that peers' operations on this process reach.
+ */
+int ompi_osc_gpuic_proxy_start(void);
 /**
  * Builds the device queue of @p module's device handle when a target needs the proxy path,
  * and fills @p host (the handle's host copy): each peer's path, base, flags and key, and the

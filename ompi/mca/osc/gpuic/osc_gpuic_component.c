@@ -268,6 +268,16 @@ static int ompi_osc_gpuic_component_register(void)
         "have no other way to be atomic with device atomics",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.gpu_agent);
+    mca_osc_gpuic_component.async_progress = false;
+    (void)mca_base_component_var_register(
+        c, "async_progress",
+        "Give this process a thread, from its first window on, that progresses the UCX worker "
+        "its peers reach, so that their passive-target calls over a transport that emulates "
+        "RMA in software (tcp) complete while this process computes outside MPI; it sleeps "
+        "between looks when idle (at most 100 us).  Processes whose device API is in use run "
+        "that thread already",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_gpuic_component.async_progress);
     mca_osc_gpuic_component.cma_min_bytes = 8192;
     (void)mca_base_component_var_register(
         c, "cma_min_bytes",
@@ -409,8 +419,9 @@ int ompi_osc_gpuic_context_get(gpuic_context_t **ctx_p)
         params.thread_multiple = c->thread_multiple;
         /* A process that uses CUDA may post device calls whose peers' proxies reach this
          * process too: they connect to a serving worker that this process's proxy thread
-         * progresses while its other threads wait for kernels. */
-        params.serve = gpuic_cuda_init_if_loaded() == GPUIC_OK;
+         * progresses while its other threads wait for kernels (as do peers' host calls);
+         * osc_gpuic_async_progress gives any process one, and starts that thread. */
+        params.serve = gpuic_cuda_init_if_loaded() == GPUIC_OK || c->async_progress;
         status = gpuic_context_create(&params, &c->ctx);
         if (status == GPUIC_OK) {
             gpuic_context_set_timeout(c->ctx, c->timeout);

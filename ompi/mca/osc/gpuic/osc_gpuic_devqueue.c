@@ -107,6 +107,14 @@ static int ompi_osc_gpuic_proxy_get(gpuic_proxy_t **proxy_p)
     return ompi_osc_gpuic_error(status);
 }
 
+int ompi_osc_gpuic_proxy_start(void)
+{
+    gpuic_proxy_t *proxy;
+    int rc = ompi_osc_gpuic_proxy_get(&proxy);
+
+    return rc == OMPI_SUCCESS ? ompi_osc_gpuic_error(gpuic_proxy_start(proxy)) : rc;
+}
+
 /* The proxy's endpoint to @p rank (its serving worker), on the proxy's context: the caller
  * has paused the proxy thread. */
 static gpuic_status_t ompi_osc_gpuic_devqueue_ep(ompi_osc_gpuic_module_t *module, int rank,

@@ -528,6 +528,9 @@ int ompi_osc_gpuic_window_create(struct ompi_win_t *win, void **base, size_t siz
     int rc, i, n;
 
     rc = ompi_osc_gpuic_context_get(&ctx);
+    if (rc == OMPI_SUCCESS && mca_osc_gpuic_component.async_progress) {
+        rc = ompi_osc_gpuic_proxy_start();
+    }
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
