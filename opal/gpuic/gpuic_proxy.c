@@ -187,12 +187,13 @@ static void *gpuic_proxy_main(void *arg)
             __atomic_store_n(&proxy->stat_sleeps,
                              __atomic_load_n(&proxy->stat_sleeps, __ATOMIC_RELAXED) + 1,
                              __ATOMIC_RELAXED);
-            gpuic_proxy_sleep(proxy, sleep_ns);
-            /* doubling, but never past the longest pause: device producers wait that long */
-            sleep_ns *= 2;
+            /* doubling, but never past the longest pause, which a ring attached meanwhile
+             * shortens: device producers wait that long */
             if (sleep_ns > max_sleep_ns) {
                 sleep_ns = max_sleep_ns;
             }
+            gpuic_proxy_sleep(proxy, sleep_ns);
+            sleep_ns *= 2;
         }
     }
     pthread_mutex_lock(&proxy->ctx_lock);

@@ -5,13 +5,13 @@
  * remote address, and where a put's local and remote bytes both continue the previous one's,
  * the two go as one UCX put (up to GPUIC_PROXY_MERGE_BYTES).  A kernel whose blocks each put a
  * slice of one buffer to consecutive addresses of a target then costs the transport a few
- * messages instead of one per block.  Puts are not ordered among themselves (MPI, device API), so their order of issue is
- * free; every other WQE (gets, atomics, accumulates, signals, fences) waits for the held puts
- * to be issued, so its place after them in its ring is kept.
+ * messages instead of one per block.  Puts are not ordered among themselves (MPI, device
+ * API), so their order of issue is free; every other WQE (gets, atomics, accumulates,
+ * signals, fences) waits for the held puts to be issued, so its place after them in its ring
+ * is kept.
  */
 #include <stdlib.h>
 
-#include "gpuic_log.h"
 #include "gpuic_proxy_internal.h"
 
 /* Held puts after which the proxy issues them without waiting for the round's end: bounds

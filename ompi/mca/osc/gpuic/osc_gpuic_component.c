@@ -274,8 +274,8 @@ static int ompi_osc_gpuic_component_register(void)
         "Give this process a thread, from its first window on, that progresses the UCX worker "
         "its peers reach, so that their passive-target calls over a transport that emulates "
         "RMA in software (tcp) complete while this process computes outside MPI; it sleeps "
-        "between looks when idle (at most 100 us).  Processes whose device API is in use run "
-        "that thread already",
+        "between looks when idle (at most 1 ms while it serves peers alone).  Processes whose "
+        "device API is in use run that thread already",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_gpuic_component.async_progress);
     mca_osc_gpuic_component.cma_min_bytes = 8192;

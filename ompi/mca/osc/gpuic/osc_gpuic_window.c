@@ -339,8 +339,9 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[rank];
     ompi_osc_gpuic_wininfo_t info;
-    const char *address, *serve, *rkey, *state_rkey;
+    const char *address, *serve, *rkey, *state_rkey, *reach;
     gpuic_status_t status = GPUIC_OK;
+    size_t reach_len;
     int rc;
 
     memcpy(&info, blob, sizeof(info));
@@ -349,28 +350,26 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
     rkey = serve + info.serve_address_len;
     state_rkey = rkey + info.rkey_len;
 
-    /* To the peer's serving worker where it has one (progressed by the peer's proxy thread
-     * as well as by its MPI calls and waits), else to its worker: operations a transport
-     * emulates in software (tcp's RMA and atomics, the window state's lock words among
-     * them) then complete while the peer's threads wait for a kernel or a stream, however
-     * long, instead of running into osc_gpuic_timeout. */
-    rc = ompi_osc_gpuic_endpoint_get(ompi_comm_peer_lookup(module->comm, rank),
-                                     info.serve_address_len > 0 ? serve : address,
-                                     info.serve_address_len > 0 ? info.serve_address_len
-                                                                : info.address_len,
-                                     &peer->ep);
+    /* The worker peers reach: the peer's serving worker where it has one (progressed by the
+     * peer's proxy thread as well as by its MPI calls and waits), else its worker.  Operations
+     * a transport emulates in software (tcp's RMA and atomics, the window state's lock words
+     * among them) then complete while the peer's threads wait for a kernel or a stream,
+     * however long, instead of running into osc_gpuic_timeout. */
+    reach = info.serve_address_len > 0 ? serve : address;
+    reach_len = info.serve_address_len > 0 ? info.serve_address_len : info.address_len;
+    rc = ompi_osc_gpuic_endpoint_get(ompi_comm_peer_lookup(module->comm, rank), reach,
+                                     reach_len, &peer->ep);
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    /* kept for a device queue, whose proxy connects with a context of its own: the same
-     * worker */
-    peer->address_len = info.serve_address_len > 0 ? info.serve_address_len : info.address_len;
+    /* kept for a device queue, whose proxy connects with a context of its own */
+    peer->address_len = reach_len;
     peer->address = malloc(peer->address_len);
     peer->rkey_blob = info.rkey_len > 0 ? malloc(info.rkey_len) : NULL;
     if (peer->address == NULL || (info.rkey_len > 0 && peer->rkey_blob == NULL)) {
         return MPI_ERR_NO_MEM;
     }
-    memcpy(peer->address, info.serve_address_len > 0 ? serve : address, peer->address_len);
+    memcpy(peer->address, reach, peer->address_len);
     if (info.rkey_len > 0) {
         memcpy(peer->rkey_blob, rkey, info.rkey_len);
     }
