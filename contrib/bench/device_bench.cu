@@ -4,8 +4,9 @@
  *
  *   mpirun -np 2 --mca osc gpuic device_bench [--iters N] [--csv FILE] [--host-window]
  *                                             [--label NAME] [--latency-only] [--max-bytes N] [--memcpy-peer]
- *                                             [--bw-chunk N]
+ *                                             [--bw-chunk N] [--bw-only]
  *
+ * --bw-only runs the bandwidth rows alone (put_bw, get_bw, the one block's put and get).
  * --latency-only leaves out the message-rate and bandwidth rows (the forced proxy path on a GPU
  * window moves each entry with a driver copy: thousands of them take minutes).
  * --host-window puts the window in host memory, so every device call takes the proxy path
@@ -78,6 +79,7 @@ static FILE *csv;
 static const char *label = "gpuic"; /* component column of this run's rows */
 static bool host_window;
 static bool latency_only; /* --latency-only: no message-rate or bandwidth rows */
+static bool bw_only;      /* --bw-only: the bandwidth rows alone */
 /* --bw-chunk N: put_bw blocks take N-byte chunks round-robin (0: one slice each).  Across
  * NVLink (two H200s, 256 MiB) slices ran at 346 GB/s, 256 KiB .. 4 MiB chunks at 368-370. */
 static size_t bw_chunk = 256u << 10;
@@ -646,6 +648,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
         else if (!strcmp(argv[i], "--label") && i + 1 < argc) label = argv[++i];
         else if (!strcmp(argv[i], "--latency-only")) latency_only = true;
+        else if (!strcmp(argv[i], "--bw-only")) bw_only = true;
         else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc)
             max_bytes = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--memcpy-peer")) memcpy_peer = true;
@@ -704,7 +707,7 @@ int main(int argc, char **argv)
     MPI_Win_lock_all(0, win);
 
     /* put + flush, get, fetch_add: rank 0 alone */
-    if (rank == 0) {
+    if (rank == 0 && !bw_only) {
         k_put_flush<<<1, 1>>>(h, peer, 100, d_buf, d_ns);
         cudaDeviceSynchronize();
         k_put_flush<<<1, 1>>>(h, peer, iters, d_buf, d_ns);
@@ -738,7 +741,7 @@ int main(int argc, char **argv)
     /* ping-pong with put-with-signal, by rank then resolved.  Each kernel runs WARM_ROUNDS
      * rounds untimed first: a kernel's first launch loads it (lazy loading), and a rank that
      * is still loading shows in the other rank's time (a few milliseconds over the run). */
-    for (int resolved = 0; resolved < 2; ++resolved) {
+    for (int resolved = 0; resolved < 2 && !bw_only; ++resolved) {
         for (int timed = 0; timed < 2; ++timed) {
             int n = timed ? iters : WARM_ROUNDS;
 
@@ -761,7 +764,7 @@ int main(int argc, char **argv)
 
     /* ping-pong with a payload written and checked every round (the window's own words are
      * read by the kernel: GPU windows only) */
-    if (!host_window) {
+    if (!host_window && !bw_only) {
         static const size_t pay[] = {8, 64, 1024, PAY_MAX};
         uint64_t *d_pay, *d_bad;
 
@@ -802,7 +805,7 @@ int main(int argc, char **argv)
     /* message rate */
     if (rank == 0 && !latency_only) {
         int shapes[][2] = {{1, 32}, {8, 256}, {132, 256}, {132, 1024}};
-        for (int s = 0; s < 4; ++s) {
+        for (int s = 0; s < 4 && !bw_only; ++s) {
             int blocks = shapes[s][0], threads = shapes[s][1];
             /* the proxy path moves a few M msg/s, the P2P path tens of G: fewer per thread there */
             int per = strcmp(label, "gpuic") == 0 ? 64 : 8;
@@ -850,7 +853,7 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
 
     /* floors: raw IPC store ping-pong through the same mapping (P2P runs only) */
-    if (!host_window && strcmp(label, "gpuic") == 0) {
+    if (!host_window && !bw_only && strcmp(label, "gpuic") == 0) {
         MPIX_Gpuic_device_win *hw = (MPIX_Gpuic_device_win *)malloc(
             sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer));
         cudaMemcpy(hw, h.desc, sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer),
@@ -873,7 +876,7 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
 
     /* dissection of put + flush, rank 0 (P2P runs only) */
-    if (rank == 0 && !host_window && strcmp(label, "gpuic") == 0) {
+    if (rank == 0 && !host_window && !bw_only && strcmp(label, "gpuic") == 0) {
         static const char *names[] = {"dissect_store", "dissect_store_fence_acqrel_gpu",
                                       "dissect_store_threadfence", "dissect_store_fence_acqrel_sys",
                                       "dissect_api_put_noflush", "dissect_raw_load",
@@ -901,7 +904,7 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
 
     /* floors: GPU -> CPU -> GPU and cudaMemcpy, rank 0 */
-    if (rank == 0) {
+    if (rank == 0 && !bw_only) {
         uint64_t *hostw;
         uint64_t *d_hostw;
         cudaHostAlloc(&hostw, 128, cudaHostAllocMapped);
