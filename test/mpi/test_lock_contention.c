@@ -11,7 +11,10 @@
  *     rank 0 takes exclusive locks on every process;
  *   crossed: two processes each hold a shared lock on one of ranks 0 and 1 and then take one
  *     on the other, in opposite orders, while two more wait for exclusive locks on them: a
- *     waiting exclusive locker must not keep a shared locker out for good (no deadlock).
+ *     waiting exclusive locker must not keep a shared locker out for good (no deadlock);
+ *   owner polling: rank 0 takes its own exclusive lock in a loop, reading a counter that every
+ *     other process adds to under an exclusive lock on rank 0, until all have (MPICH's
+ *     linked-list pattern: the owner's own locks must not starve the others').
  * Usage: test_lock_contention [ITERS]  (per process and phase, default 200)
  */
 #include <stdint.h>
@@ -20,7 +23,7 @@
 
 #include "mpi_test.h"
 
-enum { C_ACC, C_GACC, C_RMW, C_FOP, C_MIXED, C_ALL, C_EXALL, NCOUNTERS };
+enum { C_ACC, C_GACC, C_RMW, C_FOP, C_MIXED, C_ALL, C_EXALL, C_POLL, NCOUNTERS };
 
 static void lc_add(MPI_Win win, int target, int which)
 {
@@ -147,9 +150,26 @@ static void lc_phases(MPI_Win win, int64_t *base, int64_t *vals, int iters, int 
         }
     }
 
+    /* the owner polls under its own exclusive lock until every other process got in */
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        int64_t seen = 0;
+
+        while (seen < n - 1) {
+            CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win) == MPI_SUCCESS);
+            CHECK(MPI_Get(&seen, 1, MPI_INT64_T, 0, C_POLL, 1, MPI_INT64_T, win) == MPI_SUCCESS);
+            CHECK(MPI_Win_unlock(0, win) == MPI_SUCCESS);
+        }
+    } else {
+        CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win) == MPI_SUCCESS);
+        lc_add(win, 0, C_POLL);
+        CHECK(MPI_Win_unlock(0, win) == MPI_SUCCESS);
+    }
+
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win);
     if (rank == 0) {
+        CHECK(base[C_POLL] == n - 1);
         CHECK(base[C_ACC] == 2 * (int64_t)n * iters);
         CHECK(base[C_GACC] == (int64_t)n * iters);
         CHECK(base[C_RMW] == (int64_t)n * iters);

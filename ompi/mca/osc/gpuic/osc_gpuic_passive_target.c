@@ -208,6 +208,10 @@ static int ompi_osc_gpuic_lock_release(ompi_osc_gpuic_module_t *module, int targ
         rc = ompi_osc_gpuic_state_add(module, target, offsetof(ompi_osc_gpuic_state_t, lock),
                                       delta);
     }
+    /* Serve peers' lock attempts on this process now that its lock is free: UCX executes them
+     * only when this process progresses, and the flush above progressed it while the lock was
+     * still held, so a process taking its own lock in a loop would otherwise starve them. */
+    ompi_osc_gpuic_progress_poll();
     return rc;
 }
 
