@@ -63,6 +63,11 @@ typedef struct ompi_osc_gpuic_state {
      *  while an exclusive holder owns it or waits for the shared ones to leave, bits 33-63
      *  count exclusive releases (so that a waiter sees the lock change hands). */
     uint64_t lock;
+    /** Lockers that have waited for the lock a while and still wait.  A hint for fairness
+     *  only (osc_gpuic_passive_target.c): a locker that reads this word without the network
+     *  (this process, or any process of a state_direct window) stands back while it is
+     *  nonzero. */
+    uint64_t lock_waiters;
     /** Accumulate lock: high half 0 free, else 1 + rank of the holder of a bulk update; low
      *  half the number of single-element atomics in flight (osc_gpuic_state.c). */
     uint64_t acc_lock;
@@ -414,6 +419,10 @@ int ompi_osc_gpuic_state_add(ompi_osc_gpuic_module_t *module, int target, size_t
                              uint64_t value);
 /** Reads a word of this process's own state block (written by peers). */
 uint64_t ompi_osc_gpuic_state_read_local(ompi_osc_gpuic_module_t *module, size_t offset);
+/** Reads @p target's state word at @p offset into @p *value where that takes no network
+ *  operation (the own block, or a mapped one); returns false, reading nothing, otherwise. */
+bool ompi_osc_gpuic_state_peek(ompi_osc_gpuic_module_t *module, int target, size_t offset,
+                               uint64_t *value);
 /** Takes @p target's accumulate lock, waiting (yielding) while another process holds it. */
 int ompi_osc_gpuic_acc_lock(ompi_osc_gpuic_module_t *module, int target);
 /** Gives @p target's accumulate lock back. */

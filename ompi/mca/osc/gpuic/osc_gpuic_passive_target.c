@@ -9,6 +9,14 @@
  * osc_gpuic_timeout (its holder may have died): a lock that keeps changing hands is alive,
  * however long one waiter waits.  Unlock completes the holder's operations at the target
  * first, then releases the word.
+ *
+ * Fairness: a locker that has failed for OMPI_OSC_GPUIC_LOCK_PATIENCE_NS counts itself in the
+ * target's lock_waiters word until it gets the lock.  A locker that reads that word without the
+ * network (the target itself, or anyone on a state_direct window) and finds waiters stands back
+ * first, progressing, until the lock changes hands or OMPI_OSC_GPUIC_LOCK_DEFER_NS pass: its own
+ * attempts are local and immediate, while a remote waiter's may land only when the target
+ * progresses, so a loop of local acquisitions would otherwise win every race (MPICH's
+ * linked-list pattern over TCP).
  */
 #include "ompi_config.h"
 
@@ -50,32 +58,119 @@ static int ompi_osc_gpuic_lock_wait_round(ompi_osc_gpuic_module_t *module, int t
     return ompi_osc_gpuic_error(status);
 }
 
+/* The longest a locker that does not wait stands back for the lock's waiters: long enough for
+ * a waiter that sleeps or lost its core on an oversubscribed node to retry; bounded, since a
+ * waiter may have died. */
+#define OMPI_OSC_GPUIC_LOCK_DEFER_NS 5000000ull
+
+/* Before a first attempt on @p target's lock: while the target's waiters word, read without the
+ * network, is nonzero, progress and yield until the lock word changes (someone got in or left)
+ * or OMPI_OSC_GPUIC_LOCK_DEFER_NS pass.  Nothing to do where the words need the network. */
+static void ompi_osc_gpuic_lock_defer(ompi_osc_gpuic_module_t *module, int target)
+{
+    const size_t lock = offsetof(ompi_osc_gpuic_state_t, lock);
+    const size_t waiters = offsetof(ompi_osc_gpuic_state_t, lock_waiters);
+    gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
+    gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    uint64_t count, first, word, until;
+
+    if (!ompi_osc_gpuic_state_peek(module, target, waiters, &count) || count == 0) {
+        return;
+    }
+    (void)ompi_osc_gpuic_state_peek(module, target, lock, &first);
+    until = gpuic_context_now_ns() + OMPI_OSC_GPUIC_LOCK_DEFER_NS;
+    do {
+        if (gpuic_context_wait_round(ctx, &wait, gpuic_context_progress(ctx)) != GPUIC_OK) {
+            return; /* quiet for osc_gpuic_timeout: stop standing back, the attempt decides */
+        }
+        (void)ompi_osc_gpuic_state_peek(module, target, waiters, &count);
+        (void)ompi_osc_gpuic_state_peek(module, target, lock, &word);
+    } while (count != 0 && word == first && gpuic_context_now_ns() < until);
+}
+
+/* How long a locker waits before it counts itself among the lock's waiters: brief contention
+ * costs no extra atomics, a locker that keeps losing races gets the others to stand back. */
+#define OMPI_OSC_GPUIC_LOCK_PATIENCE_NS 1000000ull
+
+/* A locker's place among the waiters of one lock acquisition. */
+typedef struct ompi_osc_gpuic_lock_waiter {
+    uint64_t since_ns; /**< first failed attempt; 0: none yet */
+    bool     counted;  /**< counted in the target's lock_waiters */
+} ompi_osc_gpuic_lock_waiter_t;
+
+#define OMPI_OSC_GPUIC_LOCK_WAITER_INIT {0, false}
+
+/* After a failed attempt: counts the locker in once it has waited
+ * OMPI_OSC_GPUIC_LOCK_PATIENCE_NS. */
+static int ompi_osc_gpuic_lock_waiter_failed(ompi_osc_gpuic_module_t *module, int target,
+                                             ompi_osc_gpuic_lock_waiter_t *waiter)
+{
+    uint64_t now;
+    int rc;
+
+    if (waiter->counted) {
+        return OMPI_SUCCESS;
+    }
+    now = gpuic_context_now_ns();
+    if (waiter->since_ns == 0) {
+        waiter->since_ns = now;
+        return OMPI_SUCCESS;
+    }
+    if (now - waiter->since_ns < OMPI_OSC_GPUIC_LOCK_PATIENCE_NS) {
+        return OMPI_SUCCESS;
+    }
+    rc = ompi_osc_gpuic_state_add(module, target,
+                                  offsetof(ompi_osc_gpuic_state_t, lock_waiters), 1);
+    waiter->counted = rc == OMPI_SUCCESS;
+    return rc;
+}
+
+/* At the end of an acquisition, got or failed: counts the locker out again. */
+static void ompi_osc_gpuic_lock_waiter_done(ompi_osc_gpuic_module_t *module, int target,
+                                            const ompi_osc_gpuic_lock_waiter_t *waiter)
+{
+    if (waiter->counted) {
+        /* a failure is logged by the state layer; the word is only a hint */
+        (void)ompi_osc_gpuic_state_add(module, target,
+                                       offsetof(ompi_osc_gpuic_state_t, lock_waiters),
+                                       (uint64_t)-1);
+    }
+}
+
 static int ompi_osc_gpuic_lock_shared(ompi_osc_gpuic_module_t *module, int target)
 {
     const size_t lock = offsetof(ompi_osc_gpuic_state_t, lock);
     gpuic_wait_t wait = GPUIC_WAIT_INIT;
+    ompi_osc_gpuic_lock_waiter_t waiter = OMPI_OSC_GPUIC_LOCK_WAITER_INIT;
     uint64_t old, seen = 0;
     int rc;
 
+    ompi_osc_gpuic_lock_defer(module, target);
     for (;;) {
         rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_ADD, 1, 0, &old);
         if (rc != OMPI_SUCCESS || !(old & OMPI_OSC_GPUIC_LOCK_EXCLUSIVE)) {
-            return rc;
+            break;
         }
         rc = ompi_osc_gpuic_state_add(module, target, lock, (uint64_t)-1);
         /* Wait by reading, so that the exclusive holder's wait for shared holders to leave
          * does not see this one come and go. */
         while (rc == OMPI_SUCCESS && (old & OMPI_OSC_GPUIC_LOCK_EXCLUSIVE)) {
-            rc = ompi_osc_gpuic_lock_wait_round(module, target, "shared", &wait, old, &seen);
+            rc = ompi_osc_gpuic_lock_waiter_failed(module, target, &waiter);
+            if (rc == OMPI_SUCCESS) {
+                rc = ompi_osc_gpuic_lock_wait_round(module, target, "shared", &wait, old,
+                                                    &seen);
+            }
             if (rc == OMPI_SUCCESS) {
                 rc = ompi_osc_gpuic_state_fetch(module, target, lock, GPUIC_ATOMIC_ADD, 0, 0,
                                                 &old);
             }
         }
         if (rc != OMPI_SUCCESS) {
-            return rc;
+            break;
         }
     }
+    ompi_osc_gpuic_lock_waiter_done(module, target, &waiter);
+    return rc;
 }
 
 /* How long an exclusive claim waits for the shared holders to leave without any leaving
@@ -127,7 +222,9 @@ static int ompi_osc_gpuic_lock_drain(ompi_osc_gpuic_module_t *module, int target
     return OMPI_SUCCESS;
 }
 
-static int ompi_osc_gpuic_lock_exclusive(ompi_osc_gpuic_module_t *module, int target)
+/* The exclusive lock's attempts, noting its failures in @p waiter. */
+static int ompi_osc_gpuic_lock_exclusive_loop(ompi_osc_gpuic_module_t *module, int target,
+                                              ompi_osc_gpuic_lock_waiter_t *waiter)
 {
     const size_t lock = offsetof(ompi_osc_gpuic_state_t, lock);
     gpuic_context_t *ctx = mca_osc_gpuic_component.ctx;
@@ -147,6 +244,10 @@ static int ompi_osc_gpuic_lock_exclusive(ompi_osc_gpuic_module_t *module, int ta
             if (old & OMPI_OSC_GPUIC_LOCK_EXCLUSIVE) {
                 /* after the holder's release: the bit clear, one more release counted */
                 guess = (old + OMPI_OSC_GPUIC_LOCK_EXCLUSIVE) & ~OMPI_OSC_GPUIC_LOCK_SHARED_MASK;
+                rc = ompi_osc_gpuic_lock_waiter_failed(module, target, waiter);
+                if (rc != OMPI_SUCCESS) {
+                    return rc;
+                }
                 rc = ompi_osc_gpuic_lock_wait_round(module, target, "exclusive", &wait, old,
                                                     &seen);
                 if (rc != OMPI_SUCCESS) {
@@ -170,6 +271,10 @@ static int ompi_osc_gpuic_lock_exclusive(ompi_osc_gpuic_module_t *module, int ta
             return rc;
         }
         /* Stand back a while, so that shared lockers waiting for the bit get in. */
+        rc = ompi_osc_gpuic_lock_waiter_failed(module, target, waiter);
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
         guess = old + OMPI_OSC_GPUIC_LOCK_EXCLUSIVE;
         seen = ompi_osc_gpuic_lock_signature(guess);
         until = gpuic_context_now_ns() + OMPI_OSC_GPUIC_LOCK_CLAIM_NS;
@@ -184,6 +289,17 @@ static int ompi_osc_gpuic_lock_exclusive(ompi_osc_gpuic_module_t *module, int ta
             }
         }
     }
+}
+
+static int ompi_osc_gpuic_lock_exclusive(ompi_osc_gpuic_module_t *module, int target)
+{
+    ompi_osc_gpuic_lock_waiter_t waiter = OMPI_OSC_GPUIC_LOCK_WAITER_INIT;
+    int rc;
+
+    ompi_osc_gpuic_lock_defer(module, target);
+    rc = ompi_osc_gpuic_lock_exclusive_loop(module, target, &waiter);
+    ompi_osc_gpuic_lock_waiter_done(module, target, &waiter);
+    return rc;
 }
 
 static int ompi_osc_gpuic_lock_acquire(ompi_osc_gpuic_module_t *module, int target,

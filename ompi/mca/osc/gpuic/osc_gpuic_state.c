@@ -77,6 +77,20 @@ uint64_t ompi_osc_gpuic_state_read_local(ompi_osc_gpuic_module_t *module, size_t
     return __atomic_load_n((uint64_t *)((char *)module->state + offset), __ATOMIC_ACQUIRE);
 }
 
+bool ompi_osc_gpuic_state_peek(ompi_osc_gpuic_module_t *module, int target, size_t offset,
+                               uint64_t *value)
+{
+    const char *block = module->state_direct ? module->peers[target].state_direct
+                        : target == ompi_comm_rank(module->comm) ? (const char *)module->state
+                                                                 : NULL;
+
+    if (block == NULL) {
+        return false;
+    }
+    *value = __atomic_load_n((const uint64_t *)(block + offset), __ATOMIC_ACQUIRE);
+    return true;
+}
+
 /*
  * The accumulate lock word (ompi_osc_gpuic_state_t.acc_lock) keeps bulk updates and
  * single-element atomics of an element apart.  Its high half holds 1 + the rank of the process
