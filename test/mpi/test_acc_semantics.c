@@ -14,7 +14,11 @@
  *     with large multi-element accumulates and get_accumulates on the same elements; the final
  *     sums are exact;
  *  5. accumulates of 1.6 MB (several chunks of the fetch-combine-write path on windows a peer
- *     cannot map) from every rank into every rank at once: exact sums, read back remotely.
+ *     cannot map) from every rank into every rank at once: exact sums, read back remotely;
+ *  6. ordering (MPI 3.1 section 11.7.2, the default accumulate_ordering): one origin's
+ *     accumulates on one element, with no flush between them, apply in program order: a chain
+ *     of SUM, PROD, BXOR, REPLACE, MAX and two-element SUMs whose result depends on the order,
+ *     checked after every step by MPI_Get_accumulate(MPI_NO_OP) and MPI_Fetch_and_op reads.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -585,6 +589,84 @@ static void test_big(int flavor)
     free(got);
 }
 
+/* ---- 6. accumulate ordering from one origin ------------------------------------------------ */
+
+/* Rank r updates element 0 (and for two-element steps element 1) of its slot at rank r + 1:
+ * nobody else touches that slot, so every value is known in advance. */
+static void test_ordering(int flavor)
+{
+    const int steps = 300;
+    int t = (rank + 1) % nranks, i;
+    MPI_Aint slot = (MPI_Aint)rank * 2 * sizeof(uint64_t);
+    uint64_t expect[2] = {0, 0}, v, two[2], got, old;
+    win_t w;
+
+    win_open(&w, flavor, (size_t)nranks * 2 * sizeof(uint64_t));
+    MPI_Win_lock(MPI_LOCK_SHARED, t, 0, w.win);
+    for (i = 0; i < steps; ++i) {
+        MPI_Op op;
+
+        v = (uint64_t)i * 2654435761u + 7;
+        switch (i % 6) {
+        case 0:  op = MPI_SUM;     expect[0] += v;                              break;
+        case 1:  op = MPI_PROD;    v = 3 + i % 5; expect[0] *= v;               break;
+        case 2:  op = MPI_BXOR;    expect[0] ^= v;                              break;
+        case 3:  op = MPI_REPLACE; v = (uint64_t)i << 20; expect[0] = v;        break;
+        case 4:  op = MPI_MAX;     v = expect[0] + (i % 2 ? 5 : 0); expect[0] = v; break;
+        default: op = MPI_SUM;     break;
+        }
+        if (i % 6 == 5) {
+            two[0] = v;
+            two[1] = v / 3;
+            expect[0] += two[0];
+            expect[1] += two[1];
+            CHECK(MPI_Accumulate(two, 2, MPI_UINT64_T, t, w.disp0[t] + slot, 2, MPI_UINT64_T,
+                                 MPI_SUM, w.win) == MPI_SUCCESS);
+        } else {
+            CHECK(MPI_Accumulate(&v, 1, MPI_UINT64_T, t, w.disp0[t] + slot, 1, MPI_UINT64_T, op,
+                                 w.win) == MPI_SUCCESS);
+        }
+        /* Reads from the same origin come after the updates before them (raw). */
+        if (i % 2 == 0) {
+            got = 0;
+            CHECK(MPI_Get_accumulate(NULL, 0, MPI_DATATYPE_NULL, &got, 1, MPI_UINT64_T, t,
+                                     w.disp0[t] + slot, 1, MPI_UINT64_T, MPI_NO_OP,
+                                     w.win) == MPI_SUCCESS);
+            CHECK(got == expect[0]);
+        } else {
+            uint64_t one = 1;
+
+            old = 0;
+            CHECK(MPI_Fetch_and_op(&one, &old, MPI_UINT64_T, t, w.disp0[t] + slot, MPI_SUM,
+                                   w.win) == MPI_SUCCESS);
+            CHECK(old == expect[0]);
+            expect[0] += 1;
+        }
+        if (i % 50 == 49) {
+            CHECK(MPI_Win_flush(t, w.win) == MPI_SUCCESS);
+        }
+    }
+    MPI_Win_unlock(t, w.win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* what rank - 1 wrote into this rank's window */
+    {
+        int from = (rank + nranks - 1) % nranks;
+        uint64_t mine[2], want[2];
+
+        win_read_own(&w, mine, (size_t)from * 2 * sizeof(uint64_t), sizeof(mine));
+        MPI_Sendrecv(expect, 2, MPI_UINT64_T, t, 7, want, 2, MPI_UINT64_T, from, 7,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(mine[0] == want[0] && mine[1] == want[1]);
+        if (mine[0] != want[0] || mine[1] != want[1]) {
+            fprintf(stderr, "rank %d (%s): ordering: slot of rank %d holds %llu %llu, expected "
+                    "%llu %llu\n", rank, flavor_name[flavor], from,
+                    (unsigned long long)mine[0], (unsigned long long)mine[1],
+                    (unsigned long long)want[0], (unsigned long long)want[1]);
+        }
+    }
+    win_close(&w);
+}
+
 int main(int argc, char **argv)
 {
     int f;
@@ -598,6 +680,7 @@ int main(int argc, char **argv)
         test_args(f);
         test_atomicity(f);
         test_big(f);
+        test_ordering(f);
     }
     return mpi_test_finish("test_acc_semantics");
 }

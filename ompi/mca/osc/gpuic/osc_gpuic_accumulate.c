@@ -19,8 +19,11 @@
  * Target elements are visited in type-map order and each is combined where it lies, so a
  * target datatype that names an element twice (erroneous in MPI 3.1, but made by real
  * libraries) adds every contribution, and a fetching call returns the successive old values.
- * Every call completes at the target before it returns, which also gives the default
- * accumulate ordering (rar, raw, war, waw) between calls from one origin.
+ * A call's updates land at the target before the release of what it claimed (acc_leave,
+ * acc_unlock), and the next call of this process on the element waits for that release or
+ * follows it in order, which gives the default accumulate ordering (rar, raw, war, waw).
+ * Through UCX the release, and a single-element update that returns nothing, are not waited
+ * for: a fence orders them after the call's transfers, the next flush completes them.
  */
 #include "ompi_config.h"
 
@@ -189,8 +192,7 @@ static int ompi_osc_gpuic_acc_apply(ompi_osc_gpuic_acc_t *acc, char *tbase, int 
 /* Counts a UCX operation to the target for the flush that completes it. */
 static void ompi_osc_gpuic_acc_issued(ompi_osc_gpuic_acc_t *acc)
 {
-    __atomic_fetch_add(&acc->module->peers[acc->target].ucx_issued, 1, __ATOMIC_ACQ_REL);
-    __atomic_fetch_add(&acc->module->ucx_issued, 1, __ATOMIC_ACQ_REL);
+    ompi_osc_gpuic_peer_count_issued(acc->module, acc->target);
 }
 
 /* A chunk of the pipelined combine: fetched, combined, written back, then free again. */
@@ -549,6 +551,23 @@ static int ompi_osc_gpuic_acc_ucx_fetch(ompi_osc_gpuic_acc_t *acc, gpuic_atomic_
     return ompi_osc_gpuic_error(status);
 }
 
+/* A non-fetching UCX atomic on the target element, counted for the flush that completes it. */
+static int ompi_osc_gpuic_acc_ucx_post(ompi_osc_gpuic_acc_t *acc, gpuic_atomic_op_t op,
+                                       uint64_t value, uint64_t raddr)
+{
+    gpuic_status_t status;
+
+    status = gpuic_rma_atomic_post(acc->module->peers[acc->target].ep, op, value, acc->esize,
+                                   raddr, acc->region->rkey);
+    if (status != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_ERROR, "accumulate atomic on rank %d of window %d failed: %s",
+                  acc->target, acc->module->id, gpuic_status_string(status));
+        return ompi_osc_gpuic_error(status);
+    }
+    ompi_osc_gpuic_acc_issued(acc);
+    return OMPI_SUCCESS;
+}
+
 /* The element as a word image of esize (4 or 8) bytes and back. */
 static uint64_t ompi_osc_gpuic_acc_to_word(const void *p, size_t esize)
 {
@@ -587,7 +606,7 @@ static __thread struct {
  * integer add, and, or, xor, swap or read; else a compare-and-swap loop.
  */
 static int ompi_osc_gpuic_acc_elem_ucx(ompi_osc_gpuic_acc_t *acc, uint64_t raddr,
-                                       const char *origin, char *old)
+                                       const char *origin, char *old, bool fetching)
 {
     bool is_int = (acc->prim->super.flags & OMPI_DATATYPE_FLAG_DATA_TYPE) ==
                   OMPI_DATATYPE_FLAG_DATA_INT;
@@ -611,6 +630,11 @@ static int ompi_osc_gpuic_acc_elem_ucx(ompi_osc_gpuic_acc_t *acc, uint64_t raddr
         native = GPUIC_ATOMIC_XOR;
     } else {
         native = GPUIC_ATOMIC_CSWAP;
+    }
+    if (!fetching && native != GPUIC_ATOMIC_CSWAP && native != GPUIC_ATOMIC_SWAP) {
+        /* Nothing to return: not waited for, complete at the next flush (the leave's fence
+         * orders it before this process's later updates). */
+        return ompi_osc_gpuic_acc_ucx_post(acc, native, value, raddr);
     }
     if (native != GPUIC_ATOMIC_CSWAP) {
         rc = ompi_osc_gpuic_acc_ucx_fetch(acc, native, value, 0, raddr, &cur);
@@ -649,7 +673,7 @@ static int ompi_osc_gpuic_acc_elem_ucx(ompi_osc_gpuic_acc_t *acc, uint64_t raddr
  * acc_leave.  Returns false (nothing done) when the call does not qualify.
  */
 static bool ompi_osc_gpuic_acc_single(ompi_osc_gpuic_acc_t *acc, const char *origin,
-                                      char *old, uint64_t taddr, int *rc_p)
+                                      char *old, bool fetching, uint64_t taddr, int *rc_p)
 {
     ompi_osc_gpuic_module_t *module = acc->module;
     char *t = NULL;
@@ -672,7 +696,7 @@ static bool ompi_osc_gpuic_acc_single(ompi_osc_gpuic_acc_t *acc, const char *ori
         if (module->all_direct) {
             ompi_osc_gpuic_acc_elem_atomic(acc, t, origin, old);
         } else {
-            rc = ompi_osc_gpuic_acc_elem_ucx(acc, taddr, origin, old);
+            rc = ompi_osc_gpuic_acc_elem_ucx(acc, taddr, origin, old, fetching);
         }
         int rc_leave = ompi_osc_gpuic_acc_leave(module, acc->target);
 
@@ -806,7 +830,7 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
         uint64_t taddr = raddr + (uint64_t)tdt->super.true_lb;
 
         if (ompi_osc_gpuic_acc_single(&acc, has_origin ? origin : NULL,
-                                      fetching ? result : rbuf, taddr, &rc)) {
+                                      fetching ? result : rbuf, fetching, taddr, &rc)) {
             if (rc == OMPI_SUCCESS) {
                 ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.accumulates_atomic, 1);
             }

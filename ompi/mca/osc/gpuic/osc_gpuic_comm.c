@@ -607,6 +607,12 @@ int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
     return ompi_osc_gpuic_peer_flush_ucx(module, target, issued);
 }
 
+void ompi_osc_gpuic_peer_count_issued(ompi_osc_gpuic_module_t *module, int target)
+{
+    ompi_osc_gpuic_issued_add(&module->peers[target].ucx_issued);
+    ompi_osc_gpuic_issued_add(&module->ucx_issued);
+}
+
 int ompi_osc_gpuic_peer_settle(ompi_osc_gpuic_module_t *module, int target)
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
