@@ -298,11 +298,6 @@ gpuic_status_t gpuic_context_wait_request(gpuic_context_t *ctx, ucs_status_ptr_t
     return gpuic_status_from_ucs(st);
 }
 
-gpuic_status_t gpuic_context_fence(gpuic_context_t *ctx)
-{
-    return gpuic_status_from_ucs(ucp_worker_fence(ctx->worker));
-}
-
 gpuic_status_t gpuic_context_flush(gpuic_context_t *ctx)
 {
     ucp_request_param_t param = {0};

@@ -64,13 +64,6 @@ unsigned gpuic_context_progress(gpuic_context_t *ctx);
 gpuic_status_t gpuic_context_flush(gpuic_context_t *ctx);
 
 /**
- * Orders remote memory operations: every put, get and atomic issued on the context's
- * endpoints before the call takes effect at its target before any issued after it
- * (ucp_worker_fence).  Completes nothing and does not wait.
- */
-gpuic_status_t gpuic_context_fence(gpuic_context_t *ctx);
-
-/**
  * Bounds every blocking wait of the context that depends on a peer (endpoint and worker
  * flushes, fetching atomics, local completion, and the caller's own waits through
  * gpuic_context_wait_round()): such a wait gives up with GPUIC_ERR_TIMED_OUT once it has seen

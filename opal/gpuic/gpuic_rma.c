@@ -206,9 +206,11 @@ static void gpuic_rma_reply_key_create(void)
     (void)pthread_key_create(&gpuic_rma_reply_key, free);
 }
 
-gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint64_t value,
-                                      uint64_t compare, size_t size, uint64_t raddr,
-                                      const gpuic_rkey_t *rkey, uint64_t *result_p)
+/* One fetching UCX atomic, waited for. */
+static gpuic_status_t gpuic_rma_atomic_fetch_one(gpuic_ep_t *ep, gpuic_atomic_op_t op,
+                                                 uint64_t value, uint64_t compare, size_t size,
+                                                 uint64_t raddr, const gpuic_rkey_t *rkey,
+                                                 uint64_t *result_p)
 {
     ucp_request_param_t param = {0};
     ucp_atomic_op_t ucp_op;
@@ -246,6 +248,46 @@ gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint
         (void)pthread_setspecific(gpuic_rma_reply_key, NULL); /* abandoned, see above */
     }
     return status;
+}
+
+/* Fetching AND, OR or XOR as compare-and-swap rounds.  UCX 1.13 returns the right old value
+ * for its own fetching forms of these, but over its shared-memory and self transports leaves
+ * the target word as if swapped with 0 (its non-fetching forms, ADD, SWAP and CSWAP are
+ * right), and nothing tells which transport serves a word. */
+static gpuic_status_t gpuic_rma_atomic_fetch_bitwise(gpuic_ep_t *ep, gpuic_atomic_op_t op,
+                                                     uint64_t value, size_t size,
+                                                     uint64_t raddr, const gpuic_rkey_t *rkey,
+                                                     uint64_t *result_p)
+{
+    uint64_t mask = size == 4 ? 0xffffffffull : ~0ull, cur = 0, seen = 0, next;
+    gpuic_status_t status;
+
+    for (;;) {
+        next = op == GPUIC_ATOMIC_AND ? cur & value
+               : op == GPUIC_ATOMIC_OR ? cur | value
+                                       : cur ^ value;
+        status = gpuic_rma_atomic_fetch_one(ep, GPUIC_ATOMIC_CSWAP, next & mask, cur, size,
+                                            raddr, rkey, &seen);
+        if (status != GPUIC_OK || seen == cur) {
+            break;
+        }
+        cur = seen; /* the first round is a read unless the word held 0 */
+    }
+    if (status == GPUIC_OK) {
+        *result_p = seen;
+    }
+    return status;
+}
+
+gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint64_t value,
+                                      uint64_t compare, size_t size, uint64_t raddr,
+                                      const gpuic_rkey_t *rkey, uint64_t *result_p)
+{
+    if ((size == 4 || size == 8) &&
+        (op == GPUIC_ATOMIC_AND || op == GPUIC_ATOMIC_OR || op == GPUIC_ATOMIC_XOR)) {
+        return gpuic_rma_atomic_fetch_bitwise(ep, op, value, size, raddr, rkey, result_p);
+    }
+    return gpuic_rma_atomic_fetch_one(ep, op, value, compare, size, raddr, rkey, result_p);
 }
 
 /* The status of a cross-memory copy that failed with @p err. */

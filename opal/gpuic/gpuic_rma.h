@@ -104,7 +104,9 @@ gpuic_status_t gpuic_rma_atomic_post(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint6
 /**
  * Performs a fetching atomic of @p size (4 or 8) bytes and waits for its result: the target's
  * old value goes to *result_p (zero-extended for size 4).  @p compare is used by CSWAP only.
- * Gives up with GPUIC_ERR_TIMED_OUT after the context's timeout; the atomic may still happen.
+ * AND, OR and XOR take compare-and-swap rounds (UCX 1.13's own fetching forms corrupt the word
+ * over shared memory).  Gives up with GPUIC_ERR_TIMED_OUT after the context's timeout; the
+ * atomic may still happen.
  */
 gpuic_status_t gpuic_rma_atomic_fetch(gpuic_ep_t *ep, gpuic_atomic_op_t op, uint64_t value,
                                       uint64_t compare, size_t size, uint64_t raddr,

@@ -94,6 +94,22 @@ int main(void)
     CHECK(old == 15 && words[0] == 100);
     CHECK(gpuic_rma_atomic_fetch(ep, GPUIC_ATOMIC_SWAP, 1, 0, 8, w0, ucx_rkey, &old) == GPUIC_OK);
     CHECK(old == 100 && words[0] == 1);
+    /* fetching bitwise atomics leave the right word (UCX 1.13's own zeroed it over shm/self) */
+    words[0] = 0x1234;
+    CHECK(gpuic_rma_atomic_fetch(ep, GPUIC_ATOMIC_XOR, 0xff, 0, 8, w0, ucx_rkey, &old) ==
+          GPUIC_OK);
+    CHECK(old == 0x1234 && words[0] == 0x12cb);
+    CHECK(gpuic_rma_atomic_fetch(ep, GPUIC_ATOMIC_AND, 0xff, 0, 8, w0, ucx_rkey, &old) ==
+          GPUIC_OK);
+    CHECK(old == 0x12cb && words[0] == 0xcb);
+    CHECK(gpuic_rma_atomic_fetch(ep, GPUIC_ATOMIC_OR, 0x300, 0, 8, w0, ucx_rkey, &old) ==
+          GPUIC_OK);
+    CHECK(old == 0xcb && words[0] == 0x3cb);
+    words[1] = 0xffffffff000000f0ULL;
+    CHECK(gpuic_rma_atomic_fetch(ep, GPUIC_ATOMIC_XOR, 0xff, 0, 4, w1, ucx_rkey, &old) ==
+          GPUIC_OK);
+    CHECK(old == 0xf0 && words[1] == 0xffffffff0000000fULL);
+    words[0] = 1;
     /* 32-bit atomics touch 4 bytes only */
     words[1] = 0xffffffff00000000ULL;
     CHECK(gpuic_rma_atomic_fetch(ep, GPUIC_ATOMIC_ADD, 2, 0, 4, w1, ucx_rkey, &old) == GPUIC_OK);

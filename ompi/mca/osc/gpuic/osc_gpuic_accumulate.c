@@ -19,11 +19,14 @@
  * Target elements are visited in type-map order and each is combined where it lies, so a
  * target datatype that names an element twice (erroneous in MPI 3.1, but made by real
  * libraries) adds every contribution, and a fetching call returns the successive old values.
- * A call's updates land at the target before the release of what it claimed (acc_leave,
- * acc_unlock), and the next call of this process on the element waits for that release or
- * follows it in order, which gives the default accumulate ordering (rar, raw, war, waw).
- * Through UCX the release, and a single-element update that returns nothing, are not waited
- * for: a fence orders them after the call's transfers, the next flush completes them.
+ * Every call's updates are complete at the target before it releases what it claimed
+ * (acc_leave, acc_unlock) and returns, which also gives the default accumulate ordering (rar,
+ * raw, war, waw) between calls from one origin; through UCX that release itself is not waited
+ * for (the next flush completes it).  A single-element update through UCX is a fetching atomic
+ * even when the call returns nothing, and the bulk path's write-back is flushed before the
+ * release: the release never relies on a UCX fence for its order (a fence-ordered release after
+ * a locally complete write-back lost updates in test_acc_semantics with osc_gpuic_direct=0 on
+ * UCX 1.13).
  */
 #include "ompi_config.h"
 
@@ -551,23 +554,6 @@ static int ompi_osc_gpuic_acc_ucx_fetch(ompi_osc_gpuic_acc_t *acc, gpuic_atomic_
     return ompi_osc_gpuic_error(status);
 }
 
-/* A non-fetching UCX atomic on the target element, counted for the flush that completes it. */
-static int ompi_osc_gpuic_acc_ucx_post(ompi_osc_gpuic_acc_t *acc, gpuic_atomic_op_t op,
-                                       uint64_t value, uint64_t raddr)
-{
-    gpuic_status_t status;
-
-    status = gpuic_rma_atomic_post(acc->module->peers[acc->target].ep, op, value, acc->esize,
-                                   raddr, acc->region->rkey);
-    if (status != GPUIC_OK) {
-        gpuic_log(GPUIC_LOG_ERROR, "accumulate atomic on rank %d of window %d failed: %s",
-                  acc->target, acc->module->id, gpuic_status_string(status));
-        return ompi_osc_gpuic_error(status);
-    }
-    ompi_osc_gpuic_acc_issued(acc);
-    return OMPI_SUCCESS;
-}
-
 /* The element as a word image of esize (4 or 8) bytes and back. */
 static uint64_t ompi_osc_gpuic_acc_to_word(const void *p, size_t esize)
 {
@@ -606,7 +592,7 @@ static __thread struct {
  * integer add, and, or, xor, swap or read; else a compare-and-swap loop.
  */
 static int ompi_osc_gpuic_acc_elem_ucx(ompi_osc_gpuic_acc_t *acc, uint64_t raddr,
-                                       const char *origin, char *old, bool fetching)
+                                       const char *origin, char *old)
 {
     bool is_int = (acc->prim->super.flags & OMPI_DATATYPE_FLAG_DATA_TYPE) ==
                   OMPI_DATATYPE_FLAG_DATA_INT;
@@ -630,11 +616,6 @@ static int ompi_osc_gpuic_acc_elem_ucx(ompi_osc_gpuic_acc_t *acc, uint64_t raddr
         native = GPUIC_ATOMIC_XOR;
     } else {
         native = GPUIC_ATOMIC_CSWAP;
-    }
-    if (!fetching && native != GPUIC_ATOMIC_CSWAP && native != GPUIC_ATOMIC_SWAP) {
-        /* Nothing to return: not waited for, complete at the next flush (the leave's fence
-         * orders it before this process's later updates). */
-        return ompi_osc_gpuic_acc_ucx_post(acc, native, value, raddr);
     }
     if (native != GPUIC_ATOMIC_CSWAP) {
         rc = ompi_osc_gpuic_acc_ucx_fetch(acc, native, value, 0, raddr, &cur);
@@ -673,7 +654,7 @@ static int ompi_osc_gpuic_acc_elem_ucx(ompi_osc_gpuic_acc_t *acc, uint64_t raddr
  * acc_leave.  Returns false (nothing done) when the call does not qualify.
  */
 static bool ompi_osc_gpuic_acc_single(ompi_osc_gpuic_acc_t *acc, const char *origin,
-                                      char *old, bool fetching, uint64_t taddr, int *rc_p)
+                                      char *old, uint64_t taddr, int *rc_p)
 {
     ompi_osc_gpuic_module_t *module = acc->module;
     char *t = NULL;
@@ -696,7 +677,7 @@ static bool ompi_osc_gpuic_acc_single(ompi_osc_gpuic_acc_t *acc, const char *ori
         if (module->all_direct) {
             ompi_osc_gpuic_acc_elem_atomic(acc, t, origin, old);
         } else {
-            rc = ompi_osc_gpuic_acc_elem_ucx(acc, taddr, origin, old, fetching);
+            rc = ompi_osc_gpuic_acc_elem_ucx(acc, taddr, origin, old);
         }
         int rc_leave = ompi_osc_gpuic_acc_leave(module, acc->target);
 
@@ -830,7 +811,7 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
         uint64_t taddr = raddr + (uint64_t)tdt->super.true_lb;
 
         if (ompi_osc_gpuic_acc_single(&acc, has_origin ? origin : NULL,
-                                      fetching ? result : rbuf, fetching, taddr, &rc)) {
+                                      fetching ? result : rbuf, taddr, &rc)) {
             if (rc == OMPI_SUCCESS) {
                 ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.accumulates_atomic, 1);
             }

@@ -72,21 +72,18 @@ int ompi_osc_gpuic_state_add(ompi_osc_gpuic_module_t *module, int target, size_t
     return ompi_osc_gpuic_state_fetch(module, target, offset, GPUIC_ATOMIC_ADD, value, 0, &old);
 }
 
-/* Adds @p value to @p target's state word through UCX without waiting: a fence first, so that
- * it lands after everything this process issued before (the updates a lock release covers);
- * complete at the next flush of the target, which it counts for.  Saves the round trip a
- * release would wait for. */
+/* Adds @p value to @p target's state word through UCX without waiting for it: complete at the
+ * next flush of the target, which it counts for.  For releases whose updates are already
+ * complete at the target (fetched atomics, flushed transfers): saves the round trip a release
+ * would wait for. */
 static int ompi_osc_gpuic_state_post_add(ompi_osc_gpuic_module_t *module, int target,
                                          size_t offset, uint64_t value)
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
     gpuic_status_t status;
 
-    status = gpuic_context_fence(mca_osc_gpuic_component.ctx);
-    if (status == GPUIC_OK) {
-        status = gpuic_rma_atomic_post(peer->ep, GPUIC_ATOMIC_ADD, value, 8,
-                                       peer->state_addr + offset, peer->state_rkey);
-    }
+    status = gpuic_rma_atomic_post(peer->ep, GPUIC_ATOMIC_ADD, value, 8,
+                                   peer->state_addr + offset, peer->state_rkey);
     if (status != GPUIC_OK) {
         gpuic_log(GPUIC_LOG_ERROR, "atomic on the state of rank %d failed: %s", target,
                   gpuic_status_string(status));
@@ -270,8 +267,8 @@ int ompi_osc_gpuic_acc_unlock(ompi_osc_gpuic_module_t *module, int target)
     uint64_t me = ((uint64_t)ompi_comm_rank(module->comm) + 1) << OMPI_OSC_GPUIC_ACC_HOLDER_SHIFT;
     uint64_t old = 0;
 
-    /* The caller's updates are visible before the lock reads free: its stores to a mapping by
-     * this barrier, its UCX transfers by the fence of a posted release. */
+    /* The caller's updates are visible before the lock reads free (its UCX transfers are
+     * complete: flushed). */
     opal_atomic_mb();
     if (!module->state_direct) {
         return ompi_osc_gpuic_state_post_add(module, target, ompi_osc_gpuic_acc_word(),
