@@ -425,9 +425,7 @@ bool ompi_osc_gpuic_state_peek(ompi_osc_gpuic_module_t *module, int target, size
                                uint64_t *value);
 /** Takes @p target's accumulate lock, waiting (yielding) while another process holds it. */
 int ompi_osc_gpuic_acc_lock(ompi_osc_gpuic_module_t *module, int target);
-/** Gives @p target's accumulate lock back, once the caller's updates are complete at the
- *  target: at once where the state block is mapped, else by a UCX atomic that it does not wait
- *  for (complete at the target's next flush). */
+/** Gives @p target's accumulate lock back. */
 int ompi_osc_gpuic_acc_unlock(ompi_osc_gpuic_module_t *module, int target);
 /**
  * Announces a single-element atomic on @p target's window: returns once no process holds the
@@ -435,8 +433,7 @@ int ompi_osc_gpuic_acc_unlock(ompi_osc_gpuic_module_t *module, int target);
  * ompi_osc_gpuic_acc_leave().  Waits yield while a holder works.
  */
 int ompi_osc_gpuic_acc_enter(ompi_osc_gpuic_module_t *module, int target);
-/** Ends what ompi_osc_gpuic_acc_enter() began, once the atomic's update is complete at the
- *  target.  Through UCX, like ompi_osc_gpuic_acc_unlock(), without waiting. */
+/** Ends what ompi_osc_gpuic_acc_enter() began; the atomic's update is visible first. */
 int ompi_osc_gpuic_acc_leave(ompi_osc_gpuic_module_t *module, int target);
 
 /* State blocks (osc_gpuic_state_pool.c) */
@@ -553,8 +550,6 @@ int ompi_osc_gpuic_begin_op(ompi_osc_gpuic_module_t *module, int target);
  * stores, and a UCX flush when UCX operations went to it since its last flush.
  */
 int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target);
-/** Counts a UCX operation just issued to @p target, for the flush that completes it. */
-void ompi_osc_gpuic_peer_count_issued(ompi_osc_gpuic_module_t *module, int target);
 /**
  * ompi_osc_gpuic_peer_flush() only when UCX operations to @p target are pending: what a
  * cross-memory copy to or from the target does first, so that it lands after them (accumulate

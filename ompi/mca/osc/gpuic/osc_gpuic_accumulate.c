@@ -19,14 +19,8 @@
  * Target elements are visited in type-map order and each is combined where it lies, so a
  * target datatype that names an element twice (erroneous in MPI 3.1, but made by real
  * libraries) adds every contribution, and a fetching call returns the successive old values.
- * Every call's updates are complete at the target before it releases what it claimed
- * (acc_leave, acc_unlock) and returns, which also gives the default accumulate ordering (rar,
- * raw, war, waw) between calls from one origin; through UCX that release itself is not waited
- * for (the next flush completes it).  A single-element update through UCX is a fetching atomic
- * even when the call returns nothing, and the bulk path's write-back is flushed before the
- * release: the release never relies on a UCX fence for its order (a fence-ordered release after
- * a locally complete write-back lost updates in test_acc_semantics with osc_gpuic_direct=0 on
- * UCX 1.13).
+ * Every call completes at the target before it returns, which also gives the default
+ * accumulate ordering (rar, raw, war, waw) between calls from one origin.
  */
 #include "ompi_config.h"
 
@@ -195,7 +189,8 @@ static int ompi_osc_gpuic_acc_apply(ompi_osc_gpuic_acc_t *acc, char *tbase, int 
 /* Counts a UCX operation to the target for the flush that completes it. */
 static void ompi_osc_gpuic_acc_issued(ompi_osc_gpuic_acc_t *acc)
 {
-    ompi_osc_gpuic_peer_count_issued(acc->module, acc->target);
+    __atomic_fetch_add(&acc->module->peers[acc->target].ucx_issued, 1, __ATOMIC_ACQ_REL);
+    __atomic_fetch_add(&acc->module->ucx_issued, 1, __ATOMIC_ACQ_REL);
 }
 
 /* A chunk of the pipelined combine: fetched, combined, written back, then free again. */

@@ -569,6 +569,11 @@ static __attribute__((noinline)) int ompi_osc_gpuic_peer_flush_ucx(ompi_osc_gpui
 
     status = gpuic_ep_flush(peer->ep);
     if (status == GPUIC_OK) {
+        /* and every get has landed: with UCX 1.13 a get's reply (a get emulated through
+         * active messages) once arrived after the flush of its endpoint had completed */
+        status = gpuic_lcc_wait(mca_osc_gpuic_component.ctx, &peer->lcc);
+    }
+    if (status == GPUIC_OK) {
         ompi_osc_gpuic_counter_raise(&peer->ucx_flushed, issued);
     } else if (status == GPUIC_ERR_TIMED_OUT) {
         gpuic_log(GPUIC_LOG_ERROR,
@@ -605,12 +610,6 @@ int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
         return OMPI_SUCCESS;
     }
     return ompi_osc_gpuic_peer_flush_ucx(module, target, issued);
-}
-
-void ompi_osc_gpuic_peer_count_issued(ompi_osc_gpuic_module_t *module, int target)
-{
-    ompi_osc_gpuic_issued_add(&module->peers[target].ucx_issued);
-    ompi_osc_gpuic_issued_add(&module->ucx_issued);
 }
 
 int ompi_osc_gpuic_peer_settle(ompi_osc_gpuic_module_t *module, int target)
@@ -752,6 +751,10 @@ int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
     }
     status = peer_issued != NULL ? ompi_osc_gpuic_flush_peers(module, peer_issued)
                                  : gpuic_context_flush(mca_osc_gpuic_component.ctx);
+    for (i = 0; status == GPUIC_OK && i < n; ++i) {
+        /* every get landed too (see ompi_osc_gpuic_peer_flush_ucx) */
+        status = gpuic_lcc_wait(mca_osc_gpuic_component.ctx, &module->peers[i].lcc);
+    }
     if (status == GPUIC_OK) {
         ompi_osc_gpuic_counter_raise(&module->ucx_flushed, issued);
         for (i = 0; peer_issued != NULL && i < n; ++i) {

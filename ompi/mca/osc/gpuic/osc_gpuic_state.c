@@ -72,27 +72,6 @@ int ompi_osc_gpuic_state_add(ompi_osc_gpuic_module_t *module, int target, size_t
     return ompi_osc_gpuic_state_fetch(module, target, offset, GPUIC_ATOMIC_ADD, value, 0, &old);
 }
 
-/* Adds @p value to @p target's state word through UCX without waiting for it: complete at the
- * next flush of the target, which it counts for.  For releases whose updates are already
- * complete at the target (fetched atomics, flushed transfers): saves the round trip a release
- * would wait for. */
-static int ompi_osc_gpuic_state_post_add(ompi_osc_gpuic_module_t *module, int target,
-                                         size_t offset, uint64_t value)
-{
-    ompi_osc_gpuic_peer_t *peer = &module->peers[target];
-    gpuic_status_t status;
-
-    status = gpuic_rma_atomic_post(peer->ep, GPUIC_ATOMIC_ADD, value, 8,
-                                   peer->state_addr + offset, peer->state_rkey);
-    if (status != GPUIC_OK) {
-        gpuic_log(GPUIC_LOG_ERROR, "atomic on the state of rank %d failed: %s", target,
-                  gpuic_status_string(status));
-        return ompi_osc_gpuic_error(status);
-    }
-    ompi_osc_gpuic_peer_count_issued(module, target);
-    return OMPI_SUCCESS;
-}
-
 uint64_t ompi_osc_gpuic_state_read_local(ompi_osc_gpuic_module_t *module, size_t offset)
 {
     return __atomic_load_n((uint64_t *)((char *)module->state + offset), __ATOMIC_ACQUIRE);
@@ -267,13 +246,8 @@ int ompi_osc_gpuic_acc_unlock(ompi_osc_gpuic_module_t *module, int target)
     uint64_t me = ((uint64_t)ompi_comm_rank(module->comm) + 1) << OMPI_OSC_GPUIC_ACC_HOLDER_SHIFT;
     uint64_t old = 0;
 
-    /* The caller's updates are visible before the lock reads free (its UCX transfers are
-     * complete: flushed). */
+    /* The caller's updates are visible before the lock reads free. */
     opal_atomic_mb();
-    if (!module->state_direct) {
-        return ompi_osc_gpuic_state_post_add(module, target, ompi_osc_gpuic_acc_word(),
-                                             (uint64_t)0 - me);
-    }
     return ompi_osc_gpuic_state_fetch(module, target, ompi_osc_gpuic_acc_word(),
                                       GPUIC_ATOMIC_ADD, (uint64_t)0 - me, 0, &old);
 }
@@ -310,10 +284,12 @@ int ompi_osc_gpuic_acc_enter(ompi_osc_gpuic_module_t *module, int target)
 
 int ompi_osc_gpuic_acc_leave(ompi_osc_gpuic_module_t *module, int target)
 {
+    uint64_t old = 0;
+
     if (module->state_direct) {
         __atomic_fetch_sub(ompi_osc_gpuic_acc_flag(module, target), 1, __ATOMIC_RELEASE);
         return OMPI_SUCCESS;
     }
-    return ompi_osc_gpuic_state_post_add(module, target, ompi_osc_gpuic_acc_word(),
-                                         (uint64_t)0 - 1);
+    return ompi_osc_gpuic_state_fetch(module, target, ompi_osc_gpuic_acc_word(),
+                                      GPUIC_ATOMIC_ADD, (uint64_t)0 - 1, 0, &old);
 }
