@@ -605,7 +605,8 @@ int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
         __atomic_store_n(&peer->cma_small, 0, __ATOMIC_RELAXED); /* a new run begins */
     }
     issued = __atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE);
-    if (issued == __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE)) {
+    if (issued == __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE) &&
+        __atomic_load_n(&peer->lcc.outstanding, __ATOMIC_ACQUIRE) == 0) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.flushes_skipped, 1);
         return OMPI_SUCCESS;
     }
