@@ -17,8 +17,9 @@
  *     cannot map) from every rank into every rank at once: exact sums, read back remotely;
  *  6. ordering (MPI 3.1 section 11.7.2, the default accumulate_ordering): one origin's
  *     accumulates on one element, with no flush between them, apply in program order: a chain
- *     of SUM, PROD, BXOR, REPLACE, MAX and two-element SUMs whose result depends on the order,
- *     checked after every step by MPI_Get_accumulate(MPI_NO_OP) and MPI_Fetch_and_op reads.
+ *     of SUM, PROD, BXOR, REPLACE, MAX, BOR, BAND and two-element SUMs whose result depends on
+ *     the order, checked after every step by MPI_Get_accumulate(MPI_NO_OP) and
+ *     MPI_Fetch_and_op reads.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -607,15 +608,17 @@ static void test_ordering(int flavor)
         MPI_Op op;
 
         v = (uint64_t)i * 2654435761u + 7;
-        switch (i % 6) {
+        switch (i % 8) {
         case 0:  op = MPI_SUM;     expect[0] += v;                              break;
         case 1:  op = MPI_PROD;    v = 3 + i % 5; expect[0] *= v;               break;
         case 2:  op = MPI_BXOR;    expect[0] ^= v;                              break;
         case 3:  op = MPI_REPLACE; v = (uint64_t)i << 20; expect[0] = v;        break;
         case 4:  op = MPI_MAX;     v = expect[0] + (i % 2 ? 5 : 0); expect[0] = v; break;
+        case 5:  op = MPI_BOR;     expect[0] |= v;                              break;
+        case 6:  op = MPI_BAND;    v |= 0xff00ff00ull; expect[0] &= v;          break;
         default: op = MPI_SUM;     break;
         }
-        if (i % 6 == 5) {
+        if (i % 8 == 7) {
             two[0] = v;
             two[1] = v / 3;
             expect[0] += two[0];
