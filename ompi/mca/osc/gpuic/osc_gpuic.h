@@ -168,6 +168,11 @@ typedef struct ompi_osc_gpuic_peer {
     gpuic_rkey_t *dyn_array_rkey; /**< key of the peer's current region-table array */
     void         *dyn_array_direct; /**< its local mapping, or NULL */
     uint64_t     dyn_array_gen;   /**< generation of that array (0: none unpacked) */
+    /** Keys of the peer's regions that left the cache while an operation could still use
+     *  them, kept until nothing can (ompi_osc_gpuic_regions_refresh) or the window is freed. */
+    gpuic_rkey_t **dyn_dead;
+    size_t       ndyn_dead;
+    size_t       dyn_dead_cap;
     gpuic_cuda_ipc_t ipc;      /**< GPU windows: the peer's export of its memory */
     bool         ipc_mapped;   /**< win.direct is our CUDA IPC mapping of it */
     /* What a device queue needs to reach the peer from the proxy's own context, kept from the
@@ -256,6 +261,7 @@ typedef struct ompi_osc_gpuic_module {
      *  no other call can hold one, and a replaced array is freed at once). */
     ompi_osc_gpuic_region_t    **dyn_retired;
     int                        ndyn_retired;
+    int                        dyn_retired_cap;
 
     /* post/start/complete/wait */
     int                        *start_ranks;    /**< access group of MPI_Win_start (comm ranks) */
@@ -281,9 +287,6 @@ typedef struct ompi_osc_gpuic_module {
     gpuic_mr_t                 **dyn_array_old; /**< outgrown arrays, kept until free */
     int                        ndyn_array_old;
     uint64_t                   dyn_serial;     /**< last attachment number given */
-    /** Keys of peers' regions that were detached, kept until free like retired arrays. */
-    gpuic_rkey_t               **dyn_dead_rkeys;
-    size_t                     ndyn_dead_rkeys;
 
     struct ompi_osc_gpuic_module *next, *prev; /**< the component's list of live windows */
 

@@ -557,18 +557,63 @@ static int ompi_osc_gpuic_regions_floor(const ompi_osc_gpuic_region_t *r, int n,
     return lo - 1;
 }
 
-/* Keeps a key of a region that left the cache until the window is freed: another thread may
- * still be using a region it found a moment ago. */
-static int ompi_osc_gpuic_rkey_bury(ompi_osc_gpuic_module_t *module, gpuic_rkey_t *rkey)
+/* Whether no operation can still use a key of @p target's regions that left the cache: without
+ * MPI_THREAD_MULTIPLE no other call holds a region, and every UCX operation issued to the
+ * target is covered by a completed flush and complete locally. */
+static bool ompi_osc_gpuic_dyn_keys_idle(ompi_osc_gpuic_module_t *module, int target)
 {
-    gpuic_rkey_t **dead;
+    ompi_osc_gpuic_peer_t *peer = &module->peers[target];
 
-    dead = realloc(module->dyn_dead_rkeys, sizeof(*dead) * (module->ndyn_dead_rkeys + 1));
-    if (dead == NULL) {
-        return MPI_ERR_NO_MEM;
+    return !ompi_mpi_thread_multiple &&
+           __atomic_load_n(&peer->ucx_issued, __ATOMIC_ACQUIRE) ==
+               __atomic_load_n(&peer->ucx_flushed, __ATOMIC_ACQUIRE) &&
+           __atomic_load_n(&peer->lcc.outstanding, __ATOMIC_ACQUIRE) == 0;
+}
+
+/* Destroys the keys of @p peer's regions that left the cache earlier. */
+static void ompi_osc_gpuic_dyn_dead_free(ompi_osc_gpuic_peer_t *peer)
+{
+    size_t k;
+
+    for (k = 0; k < peer->ndyn_dead; ++k) {
+        gpuic_rkey_destroy(peer->dyn_dead[k]);
     }
-    dead[module->ndyn_dead_rkeys++] = rkey;
-    module->dyn_dead_rkeys = dead;
+    peer->ndyn_dead = 0;
+}
+
+/* Keeps a key of a region that left the cache until nothing can use it (another thread may
+ * hold the region it found a moment ago, an operation in flight may name it).  The list grows
+ * geometrically: a churning window buries tens of thousands of keys. */
+static int ompi_osc_gpuic_rkey_bury(ompi_osc_gpuic_peer_t *peer, gpuic_rkey_t *rkey)
+{
+    if (peer->ndyn_dead == peer->dyn_dead_cap) {
+        size_t cap = peer->dyn_dead_cap ? peer->dyn_dead_cap * 2 : 64;
+        gpuic_rkey_t **dead = realloc(peer->dyn_dead, sizeof(*dead) * cap);
+
+        if (dead == NULL) {
+            return MPI_ERR_NO_MEM;
+        }
+        peer->dyn_dead = dead;
+        peer->dyn_dead_cap = cap;
+    }
+    peer->dyn_dead[peer->ndyn_dead++] = rkey;
+    return OMPI_SUCCESS;
+}
+
+/* Room for one more retired region array. */
+static int ompi_osc_gpuic_retired_reserve(ompi_osc_gpuic_module_t *module)
+{
+    if (module->ndyn_retired == module->dyn_retired_cap) {
+        int cap = module->dyn_retired_cap ? module->dyn_retired_cap * 2 : 16;
+        ompi_osc_gpuic_region_t **list;
+
+        list = realloc(module->dyn_retired, sizeof(*list) * (size_t)cap);
+        if (list == NULL) {
+            return MPI_ERR_NO_MEM;
+        }
+        module->dyn_retired = list;
+        module->dyn_retired_cap = cap;
+    }
     return OMPI_SUCCESS;
 }
 
@@ -577,8 +622,9 @@ static int ompi_osc_gpuic_regions_refresh(ompi_osc_gpuic_module_t *module, int t
 {
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
     void *entries = NULL;
-    ompi_osc_gpuic_region_t *old = peer->dyn, *dyn, **list;
+    ompi_osc_gpuic_region_t *old = peer->dyn, *dyn;
     bool self = target == ompi_comm_rank(module->comm);
+    bool idle = ompi_osc_gpuic_dyn_keys_idle(module, target);
     ompi_osc_gpuic_table_t hdr;
     int i, j, n = 0, nold = peer->ndyn, rc;
     bool sorted = true;
@@ -590,11 +636,7 @@ static int ompi_osc_gpuic_regions_refresh(ompi_osc_gpuic_module_t *module, int t
     }
     /* one spare zeroed entry (size 0) terminates the array */
     dyn = calloc(hdr.count + 1, sizeof(*dyn));
-    list = realloc(module->dyn_retired, sizeof(*list) * (module->ndyn_retired + 1));
-    if (list != NULL) {
-        module->dyn_retired = list;
-    }
-    if (dyn == NULL || list == NULL) {
+    if (dyn == NULL || ompi_osc_gpuic_retired_reserve(module) != OMPI_SUCCESS) {
         free(dyn);
         free(entries);
         return MPI_ERR_NO_MEM;
@@ -649,12 +691,18 @@ static int ompi_osc_gpuic_regions_refresh(ompi_osc_gpuic_module_t *module, int t
     for (i = n - 2; i >= 0; --i) {
         dyn[i].run = dyn[i].base + dyn[i].size == dyn[i + 1].base ? dyn[i + 1].run + 1 : 0;
     }
-    for (j = 0; j < nold; ++j) {
-        if (old[j].rkey != NULL && ompi_osc_gpuic_rkey_bury(module, old[j].rkey) == OMPI_SUCCESS) {
+    /* Keys of regions that left: destroyed with the old copy where nothing can use them any
+     * more (and those buried earlier with them), else buried. */
+    if (idle) {
+        ompi_osc_gpuic_dyn_dead_free(peer);
+    }
+    for (j = 0; !idle && j < nold; ++j) {
+        if (old[j].rkey != NULL && ompi_osc_gpuic_rkey_bury(peer, old[j].rkey) == OMPI_SUCCESS) {
             old[j].rkey = NULL;
         }
     }
-    /* Without MPI_THREAD_MULTIPLE no other call can hold a region of the old copy. */
+    /* Without MPI_THREAD_MULTIPLE no other call can hold a region of the old copy (a key that
+     * could not be buried goes with it: the process is out of memory). */
     if (old != NULL && !ompi_mpi_thread_multiple) {
         ompi_osc_gpuic_regions_free(old);
     } else if (old != NULL) {
@@ -737,11 +785,14 @@ int ompi_osc_gpuic_dynamic_resolve(ompi_osc_gpuic_module_t *module, int target, 
 void ompi_osc_gpuic_dynamic_cleanup(ompi_osc_gpuic_module_t *module)
 {
     int i, n = module->comm != NULL ? ompi_comm_size(module->comm) : 0;
-    size_t k;
 
     for (i = 0; module->peers != NULL && i < n; ++i) {
         ompi_osc_gpuic_regions_free(module->peers[i].dyn);
         module->peers[i].dyn = NULL;
+        ompi_osc_gpuic_dyn_dead_free(&module->peers[i]);
+        free(module->peers[i].dyn_dead);
+        module->peers[i].dyn_dead = NULL;
+        module->peers[i].dyn_dead_cap = 0;
         gpuic_rkey_destroy(module->peers[i].dyn_array_rkey);
         module->peers[i].dyn_array_rkey = NULL;
     }
@@ -751,12 +802,7 @@ void ompi_osc_gpuic_dynamic_cleanup(ompi_osc_gpuic_module_t *module)
     free(module->dyn_retired);
     module->dyn_retired = NULL;
     module->ndyn_retired = 0;
-    for (k = 0; k < module->ndyn_dead_rkeys; ++k) {
-        gpuic_rkey_destroy(module->dyn_dead_rkeys[k]);
-    }
-    free(module->dyn_dead_rkeys);
-    module->dyn_dead_rkeys = NULL;
-    module->ndyn_dead_rkeys = 0;
+    module->dyn_retired_cap = 0;
     for (i = 0; module->attached != NULL && i < module->nattached; ++i) {
         gpuic_mr_deregister(module->attached[i].mr);
     }
