@@ -260,8 +260,8 @@ typedef struct ompi_osc_gpuic_module {
      *  thread stays valid while another thread refreshes (MPI_THREAD_MULTIPLE only: otherwise
      *  no other call can hold one, and a replaced array is freed at once). */
     ompi_osc_gpuic_region_t    **dyn_retired;
-    int                        ndyn_retired;
-    int                        dyn_retired_cap;
+    size_t                     ndyn_retired;
+    size_t                     dyn_retired_cap;
 
     /* post/start/complete/wait */
     int                        *start_ranks;    /**< access group of MPI_Win_start (comm ranks) */

@@ -581,40 +581,36 @@ static void ompi_osc_gpuic_dyn_dead_free(ompi_osc_gpuic_peer_t *peer)
     peer->ndyn_dead = 0;
 }
 
-/* Keeps a key of a region that left the cache until nothing can use it (another thread may
- * hold the region it found a moment ago, an operation in flight may name it).  The list grows
- * geometrically: a churning window buries tens of thousands of keys. */
-static int ompi_osc_gpuic_rkey_bury(ompi_osc_gpuic_peer_t *peer, gpuic_rkey_t *rkey)
+/* Room in *@p array (*@p cap elements of @p elem_size) for element @p n: the capacity doubles,
+ * since the lists kept here grow by one element at a time to tens of thousands. */
+static int ompi_osc_gpuic_list_reserve(void **array, size_t *cap, size_t n, size_t elem_size)
 {
-    if (peer->ndyn_dead == peer->dyn_dead_cap) {
-        size_t cap = peer->dyn_dead_cap ? peer->dyn_dead_cap * 2 : 64;
-        gpuic_rkey_t **dead = realloc(peer->dyn_dead, sizeof(*dead) * cap);
+    size_t grown = *cap ? *cap * 2 : 16;
+    void *bigger;
 
-        if (dead == NULL) {
-            return MPI_ERR_NO_MEM;
-        }
-        peer->dyn_dead = dead;
-        peer->dyn_dead_cap = cap;
+    if (n < *cap) {
+        return OMPI_SUCCESS;
     }
-    peer->dyn_dead[peer->ndyn_dead++] = rkey;
+    bigger = realloc(*array, grown * elem_size);
+    if (bigger == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    *array = bigger;
+    *cap = grown;
     return OMPI_SUCCESS;
 }
 
-/* Room for one more retired region array. */
-static int ompi_osc_gpuic_retired_reserve(ompi_osc_gpuic_module_t *module)
+/* Keeps a key of a region that left the cache until nothing can use it (another thread may
+ * hold the region it found a moment ago, an operation in flight may name it). */
+static int ompi_osc_gpuic_rkey_bury(ompi_osc_gpuic_peer_t *peer, gpuic_rkey_t *rkey)
 {
-    if (module->ndyn_retired == module->dyn_retired_cap) {
-        int cap = module->dyn_retired_cap ? module->dyn_retired_cap * 2 : 16;
-        ompi_osc_gpuic_region_t **list;
+    int rc = ompi_osc_gpuic_list_reserve((void **)&peer->dyn_dead, &peer->dyn_dead_cap,
+                                         peer->ndyn_dead, sizeof(*peer->dyn_dead));
 
-        list = realloc(module->dyn_retired, sizeof(*list) * (size_t)cap);
-        if (list == NULL) {
-            return MPI_ERR_NO_MEM;
-        }
-        module->dyn_retired = list;
-        module->dyn_retired_cap = cap;
+    if (rc == OMPI_SUCCESS) {
+        peer->dyn_dead[peer->ndyn_dead++] = rkey;
     }
-    return OMPI_SUCCESS;
+    return rc;
 }
 
 /* Replaces the cached regions of @p target with its current table. */
@@ -636,7 +632,10 @@ static int ompi_osc_gpuic_regions_refresh(ompi_osc_gpuic_module_t *module, int t
     }
     /* one spare zeroed entry (size 0) terminates the array */
     dyn = calloc(hdr.count + 1, sizeof(*dyn));
-    if (dyn == NULL || ompi_osc_gpuic_retired_reserve(module) != OMPI_SUCCESS) {
+    if (dyn == NULL ||
+        ompi_osc_gpuic_list_reserve((void **)&module->dyn_retired, &module->dyn_retired_cap,
+                                    module->ndyn_retired, sizeof(*module->dyn_retired)) !=
+            OMPI_SUCCESS) {
         free(dyn);
         free(entries);
         return MPI_ERR_NO_MEM;
@@ -785,6 +784,7 @@ int ompi_osc_gpuic_dynamic_resolve(ompi_osc_gpuic_module_t *module, int target, 
 void ompi_osc_gpuic_dynamic_cleanup(ompi_osc_gpuic_module_t *module)
 {
     int i, n = module->comm != NULL ? ompi_comm_size(module->comm) : 0;
+    size_t k;
 
     for (i = 0; module->peers != NULL && i < n; ++i) {
         ompi_osc_gpuic_regions_free(module->peers[i].dyn);
@@ -796,8 +796,8 @@ void ompi_osc_gpuic_dynamic_cleanup(ompi_osc_gpuic_module_t *module)
         gpuic_rkey_destroy(module->peers[i].dyn_array_rkey);
         module->peers[i].dyn_array_rkey = NULL;
     }
-    for (i = 0; i < module->ndyn_retired; ++i) {
-        ompi_osc_gpuic_regions_free(module->dyn_retired[i]);
+    for (k = 0; k < module->ndyn_retired; ++k) {
+        ompi_osc_gpuic_regions_free(module->dyn_retired[k]);
     }
     free(module->dyn_retired);
     module->dyn_retired = NULL;
