@@ -45,7 +45,7 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 
 # NVSHMEM peers compile while the tests run (they take longer to build than gpuic)
 nv=${NVSHMEM_HOME:-}
-[ -n "$nv" ] || nv=$(python3 -c 'import nvidia.nvshmem, os; print(os.path.dirname(nvidia.nvshmem.__file__))' 2>/dev/null)
+[ -n "$nv" ] || nv=$(python3 -c 'import nvidia.nvshmem as m; print(list(m.__path__)[0])' 2>/dev/null)
 nvpid=
 if [ -n "$nv" ] && [ -f "$nv/include/nvshmem.h" ]; then
     [ -e "$nv/lib/libnvshmem_host.so" ] ||

@@ -52,7 +52,7 @@ echo "== floors: CUDA runtime alone"
 
 nv=${NVSHMEM_HOME:-}
 if [ -z "$nv" ]; then
-    nv=$(python3 -c 'import nvidia.nvshmem, os; print(os.path.dirname(nvidia.nvshmem.__file__))' 2>/dev/null)
+    nv=$(python3 -c 'import nvidia.nvshmem as m; print(list(m.__path__)[0])' 2>/dev/null)
 fi
 if [ -n "$nv" ] && [ -f "$nv/include/nvshmem.h" ]; then
     echo "== NVSHMEM host API ($nv)"
