@@ -191,7 +191,7 @@ __device__ static inline int gpuic_dev_fail(MPIX_Gpuic_device_win *desc, int cls
  */
 __device__ static inline int gpuic_dev_checked(MPIX_Gpuic_device_win *desc, int rc)
 {
-    if (rc != MPI_SUCCESS && rc != MPI_ERR_WIN) {
+    if (__builtin_expect(rc != MPI_SUCCESS && rc != MPI_ERR_WIN, 0)) {
         return gpuic_dev_fail(desc, rc);
     }
     return rc;
@@ -214,6 +214,18 @@ __device__ static inline int gpuic_dev_target_addr(const MPIX_Device_target *t, 
         return t->status;
     }
     return gpuic_dev_checked(t->desc, gpuic_dev_target_range(t, disp, bytes, align, addr));
+}
+
+/*
+ * The class @p rc of gpuic_dev_target_range() on @p t, recorded when the range check failed (a
+ * target that did not resolve recorded its error then).  Calls test the range first and
+ * record a failure on its own branch, away from their load or store: recording inside the
+ * check (gpuic_dev_target_addr) puts the recording's volatile accesses and fence between the
+ * check and the transfer, which holds the transfer back on every call.
+ */
+__device__ static inline int gpuic_dev_settled(const MPIX_Device_target *t, int rc)
+{
+    return t->status != MPI_SUCCESS ? rc : gpuic_dev_checked(t->desc, rc);
 }
 
 /* The data and signal word addresses of a put-with-signal in a resolved target, checked like
@@ -594,12 +606,23 @@ __device__ static inline int MPIX_Put_device_block(const void *origin, size_t by
     return rc;
 }
 
+/* Declared ahead for MPIX_Get_device, which resolves its target and then runs it (the
+ * definition, with its documentation, is with the other calls on a resolved target). */
+__device__ static inline int MPIX_Get_target_device(const MPIX_Device_target *t, void *origin,
+                                                    size_t bytes, MPI_Aint disp);
+
 /** Gets @p bytes from @p target's window at @p disp into device memory @p origin; complete
  *  on return. */
 __device__ static inline int MPIX_Get_device(void *origin, size_t bytes, int target,
                                              MPI_Aint disp, MPIX_Win_device win)
 {
-    return gpuic_dev_xfer(origin, bytes, target, disp, win, false, 0, 1);
+    MPIX_Device_target t;
+    int rc = gpuic_dev_target_resolve(win, target, &t);
+
+    if (__builtin_expect(rc != MPI_SUCCESS, 0)) {
+        return gpuic_dev_checked(win.desc, rc);
+    }
+    return MPIX_Get_target_device(&t, origin, bytes, disp);
 }
 
 /** MPIX_Get_device by the 32 lanes of a warp together. */
@@ -637,32 +660,34 @@ __device__ static inline int MPIX_Get_device_block(void *origin, size_t bytes, i
 __device__ static inline int MPIX_Put_target_device(const MPIX_Device_target *t, const void *origin,
                                                     size_t bytes, MPI_Aint disp)
 {
-    char *dst;
-    int rc = gpuic_dev_target_addr(t, disp, bytes, 1, &dst);
+    char *dst = NULL;
+    int rc = gpuic_dev_target_range(t, disp, bytes, 1, &dst);
 
-    if (rc == MPI_SUCCESS && t->proxy) {
+    if (__builtin_expect(rc != MPI_SUCCESS, 0)) {
+        return gpuic_dev_settled(t, rc);
+    }
+    if (t->proxy) {
         return gpuic_dev_proxy_put(t, origin, bytes, (uint64_t)(uintptr_t)dst);
     }
-    if (rc == MPI_SUCCESS) {
-        gpuic_dev_copy(dst, (const char *)origin, bytes, 0, 1);
-    }
-    return rc;
+    gpuic_dev_copy(dst, (const char *)origin, bytes, 0, 1);
+    return MPI_SUCCESS;
 }
 
 /** MPIX_Get_device on a resolved target. */
 __device__ static inline int MPIX_Get_target_device(const MPIX_Device_target *t, void *origin,
                                                     size_t bytes, MPI_Aint disp)
 {
-    char *src;
-    int rc = gpuic_dev_target_addr(t, disp, bytes, 1, &src);
+    char *src = NULL;
+    int rc = gpuic_dev_target_range(t, disp, bytes, 1, &src);
 
-    if (rc == MPI_SUCCESS && t->proxy) {
+    if (__builtin_expect(rc != MPI_SUCCESS, 0)) {
+        return gpuic_dev_settled(t, rc);
+    }
+    if (t->proxy) {
         return gpuic_dev_proxy_get(t, origin, bytes, (uint64_t)(uintptr_t)src);
     }
-    if (rc == MPI_SUCCESS) {
-        gpuic_dev_get_copy((char *)origin, src, bytes);
-    }
-    return rc;
+    gpuic_dev_get_copy((char *)origin, src, bytes);
+    return MPI_SUCCESS;
 }
 
 /** MPIX_Win_flush_device on a resolved target. */

@@ -177,8 +177,17 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_range(const MPIX_Devic
                                                                 size_t align, char **addr)
 {
     uint64_t offset;
-    bool overflow = gpuic_dev_mul_overflows((uint64_t)disp, (uint64_t)t->disp_unit, &offset);
+    bool overflow;
 
+    /* a displacement below 2^32 times a non-negative 32-bit unit always fits: one 32 x 32
+     * -> 64-bit multiply, where the general check costs a chain of 64-bit multiplies that
+     * every call's load or store waits behind (docs/performance.md, "Device calls") */
+    if (((uint64_t)disp >> 32) == 0 && t->disp_unit >= 0) {
+        offset = (uint64_t)(uint32_t)disp * (uint32_t)t->disp_unit;
+        overflow = false;
+    } else {
+        overflow = gpuic_dev_mul_overflows((uint64_t)disp, (uint64_t)t->disp_unit, &offset);
+    }
     if (t->status != MPI_SUCCESS) {
         return t->status;
     }
