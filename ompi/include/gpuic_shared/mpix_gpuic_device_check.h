@@ -154,18 +154,6 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_Win_devic
     return t->status = MPI_SUCCESS;
 }
 
-/** True when @p a * @p b does not fit in 64 bits; *prod gets the low 64 bits. */
-static inline MPIX_GPUIC_HOST_DEVICE bool gpuic_dev_mul_overflows(uint64_t a, uint64_t b,
-                                                                  uint64_t *prod)
-{
-    *prod = a * b;
-#ifdef __CUDA_ARCH__
-    return __umul64hi(a, b) != 0;
-#else
-    return b != 0 && a > UINT64_MAX / b;
-#endif
-}
-
 /**
  * The address of (@p disp, @p bytes) in a resolved target: MPI_SUCCESS with *addr, the
  * target's own status when it did not resolve, MPI_ERR_RMA_RANGE when the access leaves the
@@ -176,18 +164,16 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_range(const MPIX_Devic
                                                                 MPI_Aint disp, size_t bytes,
                                                                 size_t align, char **addr)
 {
-    uint64_t offset;
-    bool overflow;
+    /* disp * disp_unit as two 32 x 32 -> 64-bit multiplies and an add, with no branch: the
+     * product does not fit when the high part has bits above 32 or the add carries; a
+     * negative unit (taken sign-extended, as a 64-bit unit) overflows for any displacement
+     * but 0.  A chain of 64-bit multiplies here held every call's load or store back
+     * (docs/performance.md, "Device calls"). */
+    uint64_t ud = (uint64_t)disp, unit = (uint32_t)t->disp_unit;
+    uint64_t lo = (ud & 0xffffffffu) * unit, hi = (ud >> 32) * unit;
+    uint64_t offset = lo + (hi << 32);
+    bool overflow = (hi >> 32) != 0 || offset < lo || (t->disp_unit < 0 && ud != 0);
 
-    /* a displacement below 2^32 times a non-negative 32-bit unit always fits: one 32 x 32
-     * -> 64-bit multiply, where the general check costs a chain of 64-bit multiplies that
-     * every call's load or store waits behind (docs/performance.md, "Device calls") */
-    if (((uint64_t)disp >> 32) == 0 && t->disp_unit >= 0) {
-        offset = (uint64_t)(uint32_t)disp * (uint32_t)t->disp_unit;
-        overflow = false;
-    } else {
-        overflow = gpuic_dev_mul_overflows((uint64_t)disp, (uint64_t)t->disp_unit, &offset);
-    }
     if (t->status != MPI_SUCCESS) {
         return t->status;
     }
