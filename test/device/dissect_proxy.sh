@@ -13,7 +13,10 @@ python3 "$top/contrib/gpuic-dissect" --path proxy --op all --iters 200 --check -
 rc=$?
 [ "$rc" -eq 3 ] && exit 77 # not built (no nvcc) or no GPU: said why above
 [ "$rc" -eq 0 ] || { echo "dissect_proxy: FAIL (exit $rc)"; exit 1; }
-# below the zero-copy threshold (64 KiB): eight staging slots
+# the program's target is reached through UCX (not mapped): from 8 KiB a put names the device
+# buffer (zero copy, its fence before the entry is built), below that it is staged
 python3 "$top/contrib/gpuic-dissect" --path proxy --op put --size 32768 --iters 50 --check ||
-    { echo "dissect_proxy: FAIL (32 KiB put through staging)"; exit 1; }
+    { echo "dissect_proxy: FAIL (32 KiB zero-copy put)"; exit 1; }
+python3 "$top/contrib/gpuic-dissect" --path proxy --op put --size 6144 --iters 50 --check ||
+    { echo "dissect_proxy: FAIL (6 KiB put through staging)"; exit 1; }
 echo "dissect_proxy: PASS"

@@ -861,7 +861,7 @@ __device__ static inline int gpuic_dev_proxy_zcopy(const MPIX_Device_target *t,
 {
     MPIX_Gpuic_device_queue *q = t->queue;
     uint64_t laddr = (uint64_t)(uintptr_t)local, seq = 0, end = 0;
-    uint64_t t0 = gpuic_dev_proxy_trace_now(), t_fenced;
+    uint64_t t0 = gpuic_dev_proxy_trace_now();
     bool signal = opcode == GPUIC_WQE_OP_PUT_SIGNAL;
     uint8_t op = signal ? GPUIC_WQE_OP_RDMA_WRITE : opcode;
     /* a put-with-signal's PUT_SIGNAL entry carries its last piece */
@@ -873,7 +873,8 @@ __device__ static inline int gpuic_dev_proxy_zcopy(const MPIX_Device_target *t,
     /* what this thread (and the threads it synchronised with) stored in the buffer before
      * the call reaches memory before the proxy's copy reads or overwrites it */
     gpuic_dev_fence_stage_to_proxy();
-    t_fenced = gpuic_dev_proxy_trace_now();
+    /* that fence comes before the entries are built, so their stamps count it in issue ->
+     * written, and their fenced stamp is taken once they are stored (stages stay in order) */
     for (size_t off = 0; off < head;) {
         unsigned n = (unsigned)((head - off + GPUIC_DEV_PROXY_ZCOPY_CHUNK - 1) /
                                 GPUIC_DEV_PROXY_ZCOPY_CHUNK);
@@ -894,7 +895,7 @@ __device__ static inline int gpuic_dev_proxy_zcopy(const MPIX_Device_target *t,
             gpuic_dev_proxy_write(q, seq + i, wqe, 1);
             off += len;
         }
-        gpuic_dev_proxy_trace_published(q, seq, n, 1, t_fenced);
+        gpuic_dev_proxy_trace_published(q, seq, n, 1, gpuic_dev_proxy_trace_now());
         end = seq + n;
     }
     if (signal) {
@@ -908,7 +909,7 @@ __device__ static inline int gpuic_dev_proxy_zcopy(const MPIX_Device_target *t,
                                    t->key, sig_op, value);
         gpuic_dev_proxy_trace_open(q, seq, GPUIC_WQE_OP_PUT_SIGNAL, bytes - head, t0);
         gpuic_dev_proxy_write(q, seq, wqe, 2);
-        gpuic_dev_proxy_trace_published(q, seq, 1, 2, t_fenced);
+        gpuic_dev_proxy_trace_published(q, seq, 1, 2, gpuic_dev_proxy_trace_now());
         end = seq + 2;
     }
     return gpuic_dev_proxy_wait(t, end);
