@@ -10,7 +10,9 @@
  *     lanes are the hardware's, not threadIdx.x % 32); a warp's put from a 16 x 2 block;
  *  2. get (thread, warp, block) back from the right neighbour;
  *  3. fetch_and_add from 512 threads of every rank on one counter: exact total, no duplicate
- *     old values; compare_and_swap increments on another counter;
+ *     old values; compare_and_swap increments on another counter; fetching OR, XOR and AND
+ *     (64-bit, and OR on a 32-bit word) of a bit of each thread's own: every old value one
+ *     step of a chain (the old values' bit counts all differ), the final words exact;
  *  4. accumulate (SUM, MAX, MIN, BXOR, REPLACE, PROD on the six types) from every rank, and
  *     fetch_and_op with NO_OP to read back;
  *  5. put-with-signal ping-pong between ranks 0 and 1, data checked every round;
@@ -55,6 +57,7 @@
 #define WARP2D_BYTES 4099
 #define OFF_COUNTER 60000
 #define OFF_CAS 60008
+#define OFF_BITS 60016 /* 3b: OR, XOR and AND words (64-bit), then a 32-bit OR word */
 #define OFF_ACC 61000
 #define OFF_SIG 63000
 #define OFF_PINGPONG 63008
@@ -183,6 +186,47 @@ __global__ void k_atomics(MPIX_Win_device win, int64_t *olds, int *rc)
         }
     }
     if (t == 0) rc[2] = MPIX_Win_flush_device(0, win);
+}
+
+/* 3b. fetching bitwise atomics on rank 0's words: 8 threads of each rank, bit me * 8 + t each
+ * (on the proxy path through UCX, compare-and-swap rounds); olds[4 * t + k] the old values */
+__global__ void k_bits(MPIX_Win_device win, int me, uint64_t *olds, int *rc)
+{
+    int t = threadIdx.x, bit = me * 8 + t;
+    uint64_t mask = 1ull << bit, clear = ~mask;
+    uint32_t mask32 = bit < 32 ? 1u << bit : 0u, old32 = 0;
+    int r = MPIX_Fetch_and_op_device(&mask, &olds[4 * t], MPIX_DEVICE_UINT64, MPIX_DEVICE_BOR,
+                                     0, OFF_BITS, win);
+
+    if (r != MPI_SUCCESS) atomicExch(&rc[0], r);
+    r = MPIX_Fetch_and_op_device(&mask, &olds[4 * t + 1], MPIX_DEVICE_UINT64, MPIX_DEVICE_BXOR,
+                                 0, OFF_BITS + 8, win);
+    if (r != MPI_SUCCESS) atomicExch(&rc[0], r);
+    r = MPIX_Fetch_and_op_device(&clear, &olds[4 * t + 2], MPIX_DEVICE_UINT64, MPIX_DEVICE_BAND,
+                                 0, OFF_BITS + 16, win);
+    if (r != MPI_SUCCESS) atomicExch(&rc[0], r);
+    r = MPIX_Fetch_and_op_device(&mask32, &old32, MPIX_DEVICE_UINT32, MPIX_DEVICE_BOR, 0,
+                                 OFF_BITS + 24, win);
+    if (r != MPI_SUCCESS) atomicExch(&rc[0], r);
+    olds[4 * t + 3] = old32;
+    __syncthreads();
+    if (t == 0) rc[1] = MPIX_Win_flush_device(0, win);
+}
+
+/* Whether @p n old values of one-bit updates (@p set: bits set, else bits cleared from all
+ * ones) form one chain: each old lacks (set) or has (cleared) its writer's bit @p bits[i], and
+ * their bit counts are 0 .. n-1 once each, as n updates applied one after another give. */
+static bool bits_chain(const uint64_t *olds, const int *bits, int n, bool set)
+{
+    char seen[65] = {0};
+
+    for (int i = 0; i < n; ++i) {
+        uint64_t v = set ? olds[i] : ~olds[i];
+        int c = __builtin_popcountll(v);
+
+        if ((v >> bits[i]) & 1u || c >= n || seen[c]++) return false;
+    }
+    return true;
 }
 
 /* 4. accumulates: 8 elements of each type into rank 0, 64 bytes per (type, op) slot */
@@ -597,6 +641,46 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
         }
         cudaFree(d_olds);
         free(olds);
+        free(all);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* 3b. fetching bitwise atomics (8 bits a rank: up to 8 ranks) */
+    if (nranks <= 8) {
+        const int n = 8 * nranks;
+        uint64_t *d_olds, olds[32], *all = (uint64_t *)malloc(sizeof(olds) * nranks);
+        if (rank == 0) {
+            uint64_t init[4] = {0, 0, ~0ull, 0};
+            CUDA_CHECK(cudaMemcpy(base + OFF_BITS, init, sizeof(init), cudaMemcpyDefault));
+            CUDA_CHECK(cudaDeviceSynchronize());
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        CUDA_CHECK(cudaMalloc(&d_olds, sizeof(olds)));
+        CUDA_CHECK(cudaMemset(d_rc, 0, NRC * sizeof(int)));
+        k_bits<<<1, 8>>>(h, rank, d_olds, d_rc);
+        run_kernel_rc(d_rc, h_rc);
+        CHECK(h_rc[0] == 0 && h_rc[1] == MPI_SUCCESS);
+        CUDA_CHECK(cudaMemcpy(olds, d_olds, sizeof(olds), cudaMemcpyDefault));
+        MPI_Gather(olds, 32, MPI_UINT64_T, all, 32, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+        MPI_Win_flush_all(win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            uint64_t got[4], full = n == 64 ? ~0ull : (1ull << n) - 1, per[4][64];
+            int bits[64], n32 = 0;
+            CUDA_CHECK(cudaMemcpy(got, base + OFF_BITS, sizeof(got), cudaMemcpyDefault));
+            for (int i = 0; i < n; ++i) {
+                bits[i] = i; /* entry i: rank i / 8, thread i % 8, bit i */
+                for (int k = 0; k < 4; ++k) per[k][i] = all[(i / 8) * 32 + 4 * (i % 8) + k];
+            }
+            n32 = n < 32 ? n : 32;
+            CHECK(got[0] == full && got[1] == full && got[2] == ~full);
+            CHECK((uint32_t)got[3] == (uint32_t)(n32 == 32 ? ~0u : (1u << n32) - 1));
+            CHECK(bits_chain(per[0], bits, n, true));
+            CHECK(bits_chain(per[1], bits, n, true));
+            CHECK(bits_chain(per[2], bits, n, false));
+            CHECK(bits_chain(per[3], bits, n32, true));
+        }
+        cudaFree(d_olds);
         free(all);
     }
     MPI_Barrier(MPI_COMM_WORLD);
