@@ -197,7 +197,8 @@ __device__ static inline void gpuic_dev_proxy_trace_open(const MPIX_Gpuic_device
 }
 
 /* @p count entries of @p nbb blocks from @p first on are published: fenced at @p t_fenced
- * (their staged payloads; when they have none, the time their stores began), their tagged
+ * (their staged payloads; when they have none, the time their stores began; zero-copy
+ * entries, whose fence comes before they are built, the time they were stored), their tagged
  * words stored now. */
 __device__ static inline void gpuic_dev_proxy_trace_published(const MPIX_Gpuic_device_queue *q,
                                                               uint64_t first, unsigned count,
