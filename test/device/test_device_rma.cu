@@ -213,18 +213,19 @@ __global__ void k_bits(MPIX_Win_device win, int me, uint64_t *olds, int *rc)
     if (t == 0) rc[1] = MPIX_Win_flush_device(0, win);
 }
 
-/* Whether @p n old values of one-bit updates (@p set: bits set, else bits cleared from all
- * ones) form one chain: each old lacks (set) or has (cleared) its writer's bit @p bits[i], and
- * their bit counts are 0 .. n-1 once each, as n updates applied one after another give. */
-static bool bits_chain(const uint64_t *olds, const int *bits, int n, bool set)
+/* Whether the old values of @p n one-bit updates, entry i's at olds[4 * i] (k_bits' layout
+ * gathered: rank i / 8, thread i % 8, bit i), form one chain (@p set: bits set, else bits
+ * cleared from all ones): each old lacks (set) or has (cleared) its writer's bit, and their
+ * bit counts are 0 .. n-1 once each, as n updates applied one after another give. */
+static bool bits_chain(const uint64_t *olds, int n, bool set)
 {
     char seen[65] = {0};
 
     for (int i = 0; i < n; ++i) {
-        uint64_t v = set ? olds[i] : ~olds[i];
+        uint64_t v = set ? olds[4 * i] : ~olds[4 * i];
         int c = __builtin_popcountll(v);
 
-        if ((v >> bits[i]) & 1u || c >= n || seen[c]++) return false;
+        if ((v >> i) & 1u || c >= n || seen[c]++) return false;
     }
     return true;
 }
@@ -665,20 +666,15 @@ static void test_device_calls(MPI_Win win, unsigned char *base)
         MPI_Win_flush_all(win);
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
-            uint64_t got[4], full = n == 64 ? ~0ull : (1ull << n) - 1, per[4][64];
-            int bits[64], n32 = 0;
+            uint64_t got[4], full = n == 64 ? ~0ull : (1ull << n) - 1;
+            int n32 = n < 32 ? n : 32;
             CUDA_CHECK(cudaMemcpy(got, base + OFF_BITS, sizeof(got), cudaMemcpyDefault));
-            for (int i = 0; i < n; ++i) {
-                bits[i] = i; /* entry i: rank i / 8, thread i % 8, bit i */
-                for (int k = 0; k < 4; ++k) per[k][i] = all[(i / 8) * 32 + 4 * (i % 8) + k];
-            }
-            n32 = n < 32 ? n : 32;
             CHECK(got[0] == full && got[1] == full && got[2] == ~full);
             CHECK((uint32_t)got[3] == (uint32_t)(n32 == 32 ? ~0u : (1u << n32) - 1));
-            CHECK(bits_chain(per[0], bits, n, true));
-            CHECK(bits_chain(per[1], bits, n, true));
-            CHECK(bits_chain(per[2], bits, n, false));
-            CHECK(bits_chain(per[3], bits, n32, true));
+            CHECK(bits_chain(all, n, true));     /* OR */
+            CHECK(bits_chain(all + 1, n, true)); /* XOR */
+            CHECK(bits_chain(all + 2, n, false)); /* AND */
+            CHECK(bits_chain(all + 3, n32, true)); /* 32-bit OR */
         }
         cudaFree(d_olds);
         free(all);
