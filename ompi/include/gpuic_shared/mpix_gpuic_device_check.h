@@ -165,14 +165,18 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_range(const MPIX_Devic
                                                                 size_t align, char **addr)
 {
     /* disp * disp_unit as two 32 x 32 -> 64-bit multiplies and an add, with no branch: the
-     * product does not fit when the high part has bits above 32 or the add carries; a
-     * negative unit (taken sign-extended, as a 64-bit unit) overflows for any displacement
-     * but 0.  A chain of 64-bit multiplies here held every call's load or store back
-     * (docs/performance.md, "Device calls"). */
+     * product does not fit when the high part has bits above 32 or the add carries.  A
+     * negative unit counts as its 64-bit sign extension: times 0 or 1 it fits (times 1 it is
+     * the extended unit itself), times anything larger it does not.  A chain of 64-bit
+     * multiplies here held every call's load or store back (docs/performance.md, "Device
+     * calls"). */
     uint64_t ud = (uint64_t)disp, unit = (uint32_t)t->disp_unit;
     uint64_t lo = (ud & 0xffffffffu) * unit, hi = (ud >> 32) * unit;
     uint64_t offset = lo + (hi << 32);
-    bool overflow = (hi >> 32) != 0 || offset < lo || (t->disp_unit < 0 && ud != 0);
+    bool negative = t->disp_unit < 0;
+    bool overflow = (hi >> 32) != 0 || offset < lo || (negative && ud > 1);
+
+    offset -= (uint64_t)(negative && ud == 1) << 32;
 
     if (t->status != MPI_SUCCESS) {
         return t->status;
