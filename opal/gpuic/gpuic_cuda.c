@@ -51,6 +51,7 @@ typedef struct gpuic_cuda_api {
     CUresult (*ctx_get_device)(CUdevice *);
     CUresult (*pointer_get_attribute)(void *, CUpointer_attribute, CUdeviceptr);
     CUresult (*pointer_get_attributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
+    CUresult (*pointer_set_attribute)(const void *, CUpointer_attribute, CUdeviceptr);
     CUresult (*stream_synchronize)(CUstream);
     CUresult (*stream_query)(CUstream);
     CUresult (*mem_alloc)(CUdeviceptr *, size_t);
@@ -136,6 +137,7 @@ static int gpuic_cuda_load(void)
         {"cuCtxGetDevice", (void **)&gpuic_cuda.ctx_get_device},
         {"cuPointerGetAttribute", (void **)&gpuic_cuda.pointer_get_attribute},
         {"cuPointerGetAttributes", (void **)&gpuic_cuda.pointer_get_attributes},
+        {"cuPointerSetAttribute", (void **)&gpuic_cuda.pointer_set_attribute},
         {"cuStreamSynchronize", (void **)&gpuic_cuda.stream_synchronize},
         {"cuStreamQuery", (void **)&gpuic_cuda.stream_query},
         {"cuMemAlloc_v2", (void **)&gpuic_cuda.mem_alloc},
@@ -352,6 +354,34 @@ int gpuic_cuda_is_device_ptr(const void *ptr)
         return 0;
     }
     return type == CU_MEMORYTYPE_DEVICE;
+}
+
+gpuic_status_t gpuic_cuda_mem_sync_memops(const void *ptr)
+{
+    CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_SYNC_MEMOPS;
+    unsigned int on = 0;
+    void *data = &on;
+
+    if (!gpuic_cuda_available()) {
+        return GPUIC_ERR_NO_DEVICE;
+    }
+    if (ptr == NULL ||
+        gpuic_cuda.pointer_get_attributes(1, &attr, &data, (CUdeviceptr)(uintptr_t)ptr) !=
+            CUDA_SUCCESS) {
+        return GPUIC_ERR_INVALID_PARAM;
+    }
+    if (on) {
+        return GPUIC_OK;
+    }
+    /* once per allocation; the driver refuses it for some memory (IPC mappings, allocations
+     * of the virtual memory management API): the caller's to handle, so not logged */
+    on = 1;
+    if (gpuic_cuda_ensure_context() != GPUIC_OK ||
+        gpuic_cuda.pointer_set_attribute(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+                                         (CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS) {
+        return GPUIC_ERR_UNSUPPORTED;
+    }
+    return GPUIC_OK;
 }
 
 int gpuic_cuda_ptr_on_current_device(const void *ptr)
@@ -876,6 +906,11 @@ gpuic_status_t gpuic_cuda_device_address(const void *ptr, void **dptr_p)
 gpuic_status_t gpuic_cuda_init(void) { return GPUIC_ERR_NO_DEVICE; }
 gpuic_status_t gpuic_cuda_init_if_loaded(void) { return GPUIC_ERR_NO_DEVICE; }
 int gpuic_cuda_available(void) { return 0; }
+gpuic_status_t gpuic_cuda_mem_sync_memops(const void *ptr)
+{
+    (void)ptr;
+    return GPUIC_ERR_NO_DEVICE;
+}
 gpuic_status_t gpuic_cuda_device_count(int *count_p)
 {
     *count_p = 0;

@@ -85,6 +85,19 @@ int gpuic_cuda_available(void);
 int gpuic_cuda_is_device_ptr(const void *ptr);
 
 /**
+ * Makes the synchronous memory operations of the program on the allocation of device memory
+ * @p ptr complete before they return (CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, set once per
+ * allocation: a cudaMemcpy from pageable memory or a cudaMemset then has landed when it
+ * returns, and setting it waits for those still pending), so that work on other streams (the
+ * window agent) may use the memory right after such a call.  One attribute query once set.
+ * @return GPUIC_OK when the attribute is set; GPUIC_ERR_UNSUPPORTED when the driver refuses it
+ *         for this memory (IPC mappings, virtual memory management allocations; not logged),
+ *         GPUIC_ERR_INVALID_PARAM for memory the driver does not know, GPUIC_ERR_NO_DEVICE
+ *         without a driver.
+ */
+gpuic_status_t gpuic_cuda_mem_sync_memops(const void *ptr);
+
+/**
  * True when device memory @p ptr (an allocation or an IPC mapping) lives on the device of the
  * calling thread's current context.
  */

@@ -713,9 +713,15 @@ static inline void ompi_osc_gpuic_counter_raise(uint64_t *counter, uint64_t valu
 /** Whether a put or get of @p len bytes may go to the window agent (it exists in this build,
  *  osc_gpuic_gpu_agent is true, and the bytes fit in a command). */
 bool ompi_osc_gpuic_agent_fits(size_t len);
-/** Whether the window agent may read or write the program's device buffers now: the legacy
- *  default stream, which the window's stream follows and the agent cannot, has no work left. */
-bool ompi_osc_gpuic_agent_device_ready(void);
+/**
+ * Whether the window agent may read or write the program's device buffer @p buf now.  The agent
+ * follows none of the program's streams, so the program's synchronous copies and memsets into
+ * the buffer must have landed when they returned: gpuic_cuda_mem_sync_memops() on its
+ * allocation (set on first use); where the driver refuses that, only while the legacy default
+ * stream has no work left.  Work of the program's streams that writes the buffer must be
+ * synchronized before the call, as CUDA-aware MPI requires.
+ */
+bool ompi_osc_gpuic_agent_buffer_ready(const void *buf);
 int ompi_osc_gpuic_agent_copy(ompi_osc_gpuic_module_t *module, bool is_put, void *local,
                               bool local_dev, size_t len, void *remote);
 /** Waits until every command committed to the window agent before the call is done

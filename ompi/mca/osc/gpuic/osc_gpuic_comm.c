@@ -233,7 +233,7 @@ static int ompi_osc_gpuic_xfer_one(ompi_osc_gpuic_xfer_arg_t *x, ompi_osc_gpuic_
         char *remote = (char *)region->direct + (raddr - region->base);
 
         if (region->gpu && ompi_osc_gpuic_agent_fits(len) &&
-            (!x->local_dev || ompi_osc_gpuic_agent_device_ready())) {
+            (!x->local_dev || ompi_osc_gpuic_agent_buffer_ready(local))) {
             /* a few bytes to or from GPU window memory: the window agent, a round trip
              * through pinned memory where a copy costs a driver call and a synchronization */
             return ompi_osc_gpuic_agent_copy(x->module, x->is_put, local, x->local_dev, len,

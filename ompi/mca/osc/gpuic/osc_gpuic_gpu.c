@@ -75,6 +75,14 @@ int ompi_osc_gpuic_gpu_register(ompi_osc_gpuic_module_t *module, gpuic_context_t
     if (!module->gpu || module->size == 0) {
         return OMPI_SUCCESS;
     }
+    /* Peers' agents, copies and UCX write this memory following none of this process's
+     * streams: its synchronous copies and memsets into the window must land before they
+     * return (where the driver refuses that, as before: a fence after a cudaMemset of the
+     * window does not wait for the memset). */
+    if (gpuic_cuda_mem_sync_memops(module->base) != GPUIC_OK) {
+        gpuic_log(GPUIC_LOG_DEBUG, "rank %d: window %d: synchronous memory operations stay "
+                  "asynchronous on this memory", ompi_comm_rank(module->comm), module->id);
+    }
     i = ompi_osc_gpuic_peer_first_off_node(module);
     if (i < 0) {
         return OMPI_SUCCESS; /* every peer maps the memory through CUDA IPC */

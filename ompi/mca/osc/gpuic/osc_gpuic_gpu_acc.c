@@ -296,8 +296,8 @@ bool ompi_osc_gpuic_gpu_acc(ompi_osc_gpuic_module_t *module, int target,
     }
     opal_mutex_lock(&module->gpu_lock);
     if (runs.n == 0 && c.bytes <= MPIX_GPUIC_AGENT_INLINE && mca_osc_gpuic_component.gpu_agent &&
-        (((!has_origin || c.stage_origin) && (!fetching || c.stage_result)) ||
-         ompi_osc_gpuic_agent_device_ready())) {
+        (!has_origin || c.stage_origin || ompi_osc_gpuic_agent_buffer_ready(origin)) &&
+        (!fetching || c.stage_result || ompi_osc_gpuic_agent_buffer_ready(result))) {
         rc = ompi_osc_gpuic_gpu_acc_agent(module, &c, has_origin ? origin : NULL, ocount, odt,
                                           result, rcount, rdt, prim, nelem);
         opal_mutex_unlock(&module->gpu_lock);
@@ -405,7 +405,9 @@ bool ompi_osc_gpuic_gpu_cas(ompi_osc_gpuic_module_t *module, int target,
     /* three 8-byte words for origin, compare and result: the agent command's inline bytes, or
      * the stage for a launched kernel; device memory is used in place */
     if (mca_osc_gpuic_component.gpu_agent &&
-        (!(on_dev[0] || on_dev[1] || on_dev[2]) || ompi_osc_gpuic_agent_device_ready())) {
+        (!on_dev[0] || ompi_osc_gpuic_agent_buffer_ready(origin)) &&
+        (!on_dev[1] || ompi_osc_gpuic_agent_buffer_ready(compare)) &&
+        (!on_dev[2] || ompi_osc_gpuic_agent_buffer_ready(result))) {
         rc = ompi_osc_gpuic_agent_begin(module, &cmd);
         words = rc == OMPI_SUCCESS ? (char *)cmd->data : NULL;
     } else {

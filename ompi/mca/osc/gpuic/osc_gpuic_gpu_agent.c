@@ -242,12 +242,15 @@ bool ompi_osc_gpuic_agent_fits(size_t len)
     return mca_osc_gpuic_component.gpu_agent && len <= MPIX_GPUIC_AGENT_INLINE;
 }
 
-bool ompi_osc_gpuic_agent_device_ready(void)
+bool ompi_osc_gpuic_agent_buffer_ready(const void *buf)
 {
-    /* The window's stream follows the legacy stream; the resident agent cannot, so it reads
-     * program buffers in device memory only once that stream has nothing left (a cudaMemcpy
-     * from pageable memory may return before its copy landed). */
-    return gpuic_cuda_stream_query(NULL) == GPUIC_OK;
+    /* A cudaMemcpy from pageable memory and a cudaMemset may return before their bytes land;
+     * with the allocation's SYNC_MEMOPS set they do not.  The fallback query costs more than
+     * the agent's round trip saves while any kernel runs (docs/performance.md). */
+    gpuic_status_t status = gpuic_cuda_mem_sync_memops(buf);
+
+    return status == GPUIC_OK ||
+           (status == GPUIC_ERR_UNSUPPORTED && gpuic_cuda_stream_query(NULL) == GPUIC_OK);
 }
 
 int ompi_osc_gpuic_agent_copy(ompi_osc_gpuic_module_t *module, bool is_put, void *local,
@@ -351,8 +354,9 @@ bool ompi_osc_gpuic_agent_fits(size_t len)
     return false;
 }
 
-bool ompi_osc_gpuic_agent_device_ready(void)
+bool ompi_osc_gpuic_agent_buffer_ready(const void *buf)
 {
+    (void)buf;
     return false;
 }
 
