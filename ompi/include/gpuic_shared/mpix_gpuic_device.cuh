@@ -829,10 +829,18 @@ __device__ static inline int MPIX_Win_flush_device(int target, MPIX_Win_device w
     int32_t path = __ldg(&win.desc->peers[target].path);
     uint32_t flags = __ldg(&win.desc->peers[target].flags);
 
+    if (path == MPIX_GPUIC_DEVICE_PATH_PROXY && win.queue != NULL) {
+        /* the two loads above hold all a flush needs of the target: no second round of loads
+         * to resolve it, after the put's acquire emptied the L1 */
+        MPIX_Device_target t;
+
+        gpuic_dev_target_for_flush(win, target, flags, &t);
+        return MPIX_Win_flush_target_device(&t);
+    }
     if (path == MPIX_GPUIC_DEVICE_PATH_PROXY) {
         MPIX_Device_target t;
 
-        rc = MPIX_Win_target_device(win, target, &t);
+        rc = MPIX_Win_target_device(win, target, &t); /* records the class it fails with */
         return rc == MPI_SUCCESS ? MPIX_Win_flush_target_device(&t) : rc;
     }
     gpuic_dev_fence_data_to_peer(flags & MPIX_GPUIC_DEVICE_PEER_SAME_GPU);

@@ -155,6 +155,30 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_Win_devic
 }
 
 /**
+ * *t for a flush of @p target of @p win on the proxy path (its queue non-NULL), from the
+ * target's @p flags the caller loaded: what gpuic_dev_target_resolve() gives such a target but
+ * the fields a transfer needs (base, size, displacement unit, key), left empty.
+ */
+static inline MPIX_GPUIC_HOST_DEVICE void gpuic_dev_target_for_flush(MPIX_Win_device win,
+                                                                     int target, uint32_t flags,
+                                                                     MPIX_Device_target *t)
+{
+    t->desc = win.desc;
+    t->rank = target;
+    t->status = MPI_SUCCESS;
+    t->base = NULL;
+    t->size = 0;
+    t->disp_unit = 1;
+    t->key = 0;
+    t->queue = win.queue;
+    t->proxy = true;
+    t->same_gpu = (win.flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
+    t->atomics_p2p = (flags & MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P) != 0;
+    t->loads = (flags & MPIX_GPUIC_DEVICE_PEER_LOADS) != 0;
+    t->mapped = (flags & MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED) != 0;
+}
+
+/**
  * The address of (@p disp, @p bytes) in a resolved target: MPI_SUCCESS with *addr, the
  * target's own status when it did not resolve, MPI_ERR_RMA_RANGE when the access leaves the
  * window (a negative displacement, disp * disp_unit overflowing, or past the end) and
