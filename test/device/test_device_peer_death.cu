@@ -111,7 +111,7 @@ int main(int argc, char **argv)
     }
     sleep(1); /* rank 1 is gone: its connections closed */
     t0 = MPI_Wtime();
-    put_flush<<<1, 1>>>(dwin, src, PIECES, 256, rc);
+    put_flush<<<1, 1>>>(dwin, src, 4, 8, rc); /* fits the queue: only the flush waits */
     CUDA_CHECK(cudaDeviceSynchronize());
     printf("peer_death_device: rank 0 puts after the death: rc %d\n", rc[0]);
     int ok = report("MPIX_Win_flush_device", rc[1], t0);
