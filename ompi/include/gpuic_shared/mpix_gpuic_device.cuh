@@ -21,13 +21,14 @@
  * Paths: a target whose window is device memory on this node is reached through a CUDA IPC
  * mapping, with loads, stores and atomics (MPIX_GPUIC_DEVICE_PATH_P2P).  Atomics are atomic
  * with every device call from any process of the window: device scope when all of them share
- * one GPU, system scope otherwise.  Host MPI accumulates on
- * a GPU window are done by copies and are not atomic with concurrent device atomics on the
- * same elements: keep the two in separate epochs.  Other targets (host-memory windows) take
- * the proxy path (MPIX_GPUIC_DEVICE_PATH_PROXY, mpix_gpuic_device_proxy.cuh): the call posts
- * work-queue entries that the process's proxy thread executes with UCX; its atomics are UCX
- * atomics, atomic with every other proxy-path device call on the window (host accumulates on
- * the same elements belong in other epochs, as above), and host synchronization calls
+ * one GPU, system scope otherwise.  Host MPI accumulates on a GPU window run as device
+ * atomics too and are atomic with them on the same elements, but for the element types that
+ * take the target's accumulate lock (complex, pair, long double, misaligned elements: keep
+ * those in separate epochs; MPIX_Accumulate_device(3)).  Other targets (host-memory windows)
+ * take the proxy path (MPIX_GPUIC_DEVICE_PATH_PROXY, mpix_gpuic_device_proxy.cuh): the call
+ * posts work-queue entries that the process's proxy thread executes with UCX; its atomics are
+ * UCX atomics, atomic with every other proxy-path device call on the window (host accumulates
+ * on the same elements belong in other epochs), and host synchronization calls
  * complete what device code posted.  The _warp and _block variants
  * let one lane or thread post the whole call there.  MPIX_Win_gpuic_device_path() tells the
  * path of each target.
