@@ -353,12 +353,13 @@ int ompi_osc_gpuic_device_error(ompi_osc_gpuic_module_t *module)
     }
     /* Written by device code through the mapping; taken once, so the next call is clean. */
     cls = __atomic_exchange_n(module->dev_error, 0, __ATOMIC_ACQ_REL);
-    if (cls == 0) {
-        cls = (uint32_t)ompi_osc_gpuic_devqueue_quiesce(module);
-    }
     if (cls == MPI_ERR_OTHER) {
         /* what device waits for the proxy record when they time out */
         ompi_osc_gpuic_devqueue_report(module);
+    }
+    if (cls == 0) {
+        /* transfers the proxy could not complete (logged by the proxy where they failed) */
+        cls = (uint32_t)ompi_osc_gpuic_devqueue_quiesce(module);
     }
     if (cls != 0) {
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.device_errors, 1);
