@@ -157,10 +157,13 @@ typedef struct ompi_osc_gpuic_peer {
     /** Same-node peer whose window is not mapped here: its process id, for put and get by
      *  cross-memory copies (process_vm_writev/readv); 0 when UCX carries them. */
     int          cma_pid;
-    /** Pieces below osc_gpuic_cma_min_bytes sent to the peer by cross-memory copy since its
-     *  last flush: the first few go that way (a lone put or get is latency-bound), the rest of
-     *  a run through UCX, which pipelines them. */
+    /** Pieces below osc_gpuic_cma_min_bytes sent to the peer by cross-memory copy at once
+     *  since its last flush: the first few go that way (a lone put or get is latency-bound),
+     *  the rest of a run is gathered (cma_pend) and moved by one call at the flush. */
     uint32_t     cma_small;
+    /** Small cross-memory puts and gets to the peer gathered until the next completion point
+     *  (osc_gpuic_cma.c); NULL until the first. */
+    struct ompi_osc_gpuic_cma_pend *cma_pend;
     /* dynamic windows: the peer's attached regions as last read from its table */
     ompi_osc_gpuic_region_t *dyn;
     int          ndyn;
@@ -255,6 +258,7 @@ typedef struct ompi_osc_gpuic_module {
     uint64_t                   ucx_issued;      /**< UCX operations issued to any peer */
     uint64_t                   ucx_flushed;     /**< ...covered by a completed flush_all */
     bool                       cma_small_any;   /**< some peer's cma_small is not 0 */
+    bool                       cma_pend_any;    /**< some peer has gathered copies pending */
     opal_mutex_t               dyn_lock;        /**< guards the peers' dynamic-region caches */
     /** Region arrays replaced by a refresh; kept until free so that a region found by one
      *  thread stays valid while another thread refreshes (MPI_THREAD_MULTIPLE only: otherwise
@@ -692,6 +696,36 @@ int ompi_osc_gpuic_gpu_stage(ompi_osc_gpuic_module_t *module, size_t len, char *
 /** Whether every process's window memory is on the GPU of the current context (device-scope
  *  atomics then suffice); the caller holds module->gpu_lock. */
 bool ompi_osc_gpuic_gpu_all_same(ompi_osc_gpuic_module_t *module);
+/**
+ * Small cross-memory copies (osc_gpuic_cma.c): a put or get of @p len bytes (below
+ * osc_gpuic_cma_min_bytes) between @p local and @p raddr in @p target's process, gathered and
+ * moved with the peer's others in one system call at the next completion point
+ * (ompi_osc_gpuic_cma_pend_issue, called by every flush) or when the gathering is full.  A put's
+ * bytes are copied here, so its origin buffer may be reused at once; a get lands at the
+ * completion point.  @p rkey serves the fallback to UCX where the system refuses the copy.
+ * The peer takes cross-memory copies (cma_pid > 0).
+ */
+/** The largest piece ompi_osc_gpuic_cma_pend_add() gathers. */
+#define OMPI_OSC_GPUIC_CMA_GATHER_MAX 4096
+int ompi_osc_gpuic_cma_pend_add(ompi_osc_gpuic_module_t *module, int target, bool is_put,
+                                void *local, size_t len, uint64_t raddr, gpuic_rkey_t *rkey);
+/** Moves what is gathered for @p target (nothing to do: one load); @p gets_only: its gets
+ *  (local completion: a gathered put is locally complete once staged). */
+int ompi_osc_gpuic_cma_pend_issue(ompi_osc_gpuic_module_t *module, int target, bool gets_only);
+/** ompi_osc_gpuic_cma_pend_issue() for every peer. */
+int ompi_osc_gpuic_cma_pend_issue_all(ompi_osc_gpuic_module_t *module);
+/** Frees the gatherings (window destruction: completed before by the window's last flush). */
+void ompi_osc_gpuic_cma_pend_free(ompi_osc_gpuic_module_t *module);
+/** Counts a UCX operation issued: an atomic read-modify-write only where another thread may
+ *  count or flush at the same time (MPI_THREAD_MULTIPLE). */
+static inline void ompi_osc_gpuic_issued_add(uint64_t *issued)
+{
+    if (mca_osc_gpuic_component.thread_multiple) {
+        __atomic_fetch_add(issued, 1, __ATOMIC_ACQ_REL);
+    } else {
+        __atomic_store_n(issued, __atomic_load_n(issued, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+    }
+}
 /** Raises *counter to at least @p value (never lowers it: flushes and synchronizations may
  *  finish out of order). */
 static inline void ompi_osc_gpuic_counter_raise(uint64_t *counter, uint64_t value)

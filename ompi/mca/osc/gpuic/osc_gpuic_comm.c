@@ -72,6 +72,9 @@ typedef struct ompi_osc_gpuic_xfer_arg {
     /* A layout's walk: pieces that go by cross-memory copy are gathered here, whatever their
      * size, and moved by one system call per batch (NULL: each piece on its own). */
     ompi_osc_gpuic_cma_batch_t *batch;
+    /* Small cross-memory pieces may wait for the next completion point (osc_gpuic_cma.c):
+     * false for request-based calls, whose request completes on return. */
+    bool                    gather;
 } ompi_osc_gpuic_xfer_arg_t;
 
 /* A word only this process holds (its value is unlikely to sit at the same address in
@@ -162,17 +165,6 @@ static int ompi_osc_gpuic_xfer_bounced(ompi_osc_gpuic_xfer_arg_t *x,
     return rc;
 }
 
-/* Counts a UCX operation issued: an atomic read-modify-write only where another thread may
- * count or flush at the same time (MPI_THREAD_MULTIPLE). */
-static inline void ompi_osc_gpuic_issued_add(uint64_t *issued)
-{
-    if (mca_osc_gpuic_component.thread_multiple) {
-        __atomic_fetch_add(issued, 1, __ATOMIC_ACQ_REL);
-    } else {
-        __atomic_store_n(issued, __atomic_load_n(issued, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
-    }
-}
-
 /* A full memory barrier: this process's stores are globally visible before its later loads.
  * On x86-64 a locked instruction on the stack is one for ordinary (write-back) memory, at about
  * half mfence's cost; direct copies go only to such memory (device memory is copied by the
@@ -186,10 +178,11 @@ static inline void ompi_osc_gpuic_full_barrier(void)
 #endif
 }
 
-/* Pieces below osc_gpuic_cma_min_bytes a peer takes by cross-memory copy between two flushes:
- * a lone small put or get costs one system call instead of a UCX round trip through the
- * target's progress, while a longer run goes through UCX, whose small operations pipeline
- * (more of them per second than copies one at a time). */
+/* Pieces below osc_gpuic_cma_min_bytes a peer takes by cross-memory copy at once between two
+ * flushes: a lone small put or get costs one system call instead of a UCX round trip through
+ * the target's progress; the rest of a longer run is gathered and moved with one system call
+ * at the completion point (osc_gpuic_cma.c; request-based calls, which cannot wait, go
+ * through UCX). */
 #define OMPI_OSC_GPUIC_CMA_SMALL_RUN 4
 
 /* Whether a piece of @p len bytes to @p peer (which takes cross-memory copies) goes by copy;
@@ -269,6 +262,17 @@ static int ompi_osc_gpuic_xfer_one(ompi_osc_gpuic_xfer_arg_t *x, ompi_osc_gpuic_
         }
         /* The system refused (a changed ptrace policy): UCX from now on. */
         __atomic_store_n(&peer->cma_pid, 0, __ATOMIC_RELAXED);
+    }
+    if (x->gather && x->batch == NULL && !x->local_dev && !region->gpu &&
+        __atomic_load_n(&peer->cma_pid, __ATOMIC_RELAXED) > 0 &&
+        mca_osc_gpuic_component.cma_min_bytes > 0 &&
+        len < (size_t)mca_osc_gpuic_component.cma_min_bytes &&
+        len <= OMPI_OSC_GPUIC_CMA_GATHER_MAX) {
+        /* a small piece past the run copied at once: one system call with the peer's others
+         * at the completion point, not UCX, whose emulation here waits for the target */
+        x->used_cma = true;
+        return ompi_osc_gpuic_cma_pend_add(x->module, x->target, x->is_put, local, len, raddr,
+                                           region->rkey);
     }
     if (x->local_dev) {
         rc = ompi_osc_gpuic_xfer_bounced(x, region, local, len, raddr);
@@ -590,6 +594,9 @@ int ompi_osc_gpuic_peer_flush(ompi_osc_gpuic_module_t *module, int target)
     uint64_t issued;
     int rc;
 
+    if ((rc = ompi_osc_gpuic_cma_pend_issue(module, target, false)) != OMPI_SUCCESS) {
+        return rc;
+    }
     /* What device code posted to the proxy, and copies queued on the window's stream, are
      * complete first. */
     if (module->devq != NULL && (rc = ompi_osc_gpuic_devqueue_drain(module)) != OMPI_SUCCESS) {
@@ -629,9 +636,11 @@ int ompi_osc_gpuic_peer_flush_local(ompi_osc_gpuic_module_t *module, int target)
     gpuic_status_t status;
     int rc;
 
-    /* Direct copies completed in place, copies on the window's stream once it has run them;
-     * UCX operations are counted until local completion. */
-    if ((rc = ompi_osc_gpuic_gpu_drain(module)) != OMPI_SUCCESS) {
+    /* Direct copies completed in place, gathered cross-memory puts once staged and gets once
+     * moved, copies on the window's stream once it has run them; UCX operations are counted
+     * until local completion. */
+    if ((rc = ompi_osc_gpuic_cma_pend_issue(module, target, true)) != OMPI_SUCCESS ||
+        (rc = ompi_osc_gpuic_gpu_drain(module)) != OMPI_SUCCESS) {
         return rc;
     }
     ompi_osc_gpuic_full_barrier();
@@ -723,6 +732,9 @@ int ompi_osc_gpuic_module_flush(ompi_osc_gpuic_module_t *module)
     uint64_t issued, *peer_issued, small[64];
     gpuic_status_t status;
 
+    if ((rc = ompi_osc_gpuic_cma_pend_issue_all(module)) != OMPI_SUCCESS) {
+        return rc;
+    }
     /* What device code posted to the proxy, and copies queued on the window's stream, are
      * complete first. */
     if (module->devq != NULL && (rc = ompi_osc_gpuic_devqueue_drain(module)) != OMPI_SUCCESS) {
@@ -799,7 +811,8 @@ static void ompi_osc_gpuic_count_call(const ompi_osc_gpuic_xfer_arg_t *x, size_t
 static inline bool ompi_osc_gpuic_rma_fast(ompi_osc_gpuic_module_t *module, bool is_put,
                                            void *origin, int count, struct ompi_datatype_t *dt,
                                            int target, ptrdiff_t tdisp,
-                                           struct ompi_datatype_t *tdt, int tcount, int *rc_p)
+                                           struct ompi_datatype_t *tdt, int tcount,
+                                           bool gather, int *rc_p)
 {
     const uint32_t want = OMPI_DATATYPE_FLAG_PREDEFINED | OPAL_DATATYPE_FLAG_NO_GAPS;
     ompi_osc_gpuic_epoch_t epoch = module->epoch;
@@ -841,7 +854,8 @@ static inline bool ompi_osc_gpuic_rma_fast(ompi_osc_gpuic_module_t *module, bool
         ompi_osc_gpuic_count(&mca_osc_gpuic_component.counters.bytes_direct, len);
         *rc_p = OMPI_SUCCESS;
     } else {
-        ompi_osc_gpuic_xfer_arg_t x = {module, target, &peer->win, is_put, false, false, NULL};
+        ompi_osc_gpuic_xfer_arg_t x = {module,        target, &peer->win, is_put, false,
+                                       false,         NULL,   gather};
 
         *rc_p = ompi_osc_gpuic_xfer(&x, origin, len, peer->win.base + offset);
         if (*rc_p != OMPI_SUCCESS) {
@@ -856,16 +870,17 @@ static inline bool ompi_osc_gpuic_rma_fast(ompi_osc_gpuic_module_t *module, bool
 /* Common body of put and get (and of their request-based forms). */
 static int ompi_osc_gpuic_rma(ompi_osc_gpuic_module_t *module, bool is_put, void *origin,
                               int ocount, struct ompi_datatype_t *odt, int target,
-                              ptrdiff_t tdisp, int tcount, struct ompi_datatype_t *tdt)
+                              ptrdiff_t tdisp, int tcount, struct ompi_datatype_t *tdt,
+                              bool gather)
 {
-    ompi_osc_gpuic_xfer_arg_t x = {module, target, NULL, is_put, false, false, NULL};
+    ompi_osc_gpuic_xfer_arg_t x = {module, target, NULL, is_put, false, false, NULL, gather};
     ptrdiff_t olo, ohi;
     size_t osize, tsize;
     uint64_t raddr;
     int rc;
 
     if (ompi_osc_gpuic_rma_fast(module, is_put, origin, ocount, odt, target, tdisp, tdt, tcount,
-                                &rc)) {
+                                gather, &rc)) {
         return rc;
     }
     rc = ompi_osc_gpuic_begin_op(module, target);
@@ -932,7 +947,7 @@ int ompi_osc_gpuic_put(const void *origin_addr, int origin_count,
 {
     return ompi_osc_gpuic_rma(ompi_osc_gpuic_module(win), true, (void *)origin_addr,
                               origin_count, origin_dt, target, target_disp, target_count,
-                              target_dt);
+                              target_dt, true);
 }
 
 int ompi_osc_gpuic_get(void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
@@ -940,7 +955,7 @@ int ompi_osc_gpuic_get(void *origin_addr, int origin_count, struct ompi_datatype
                        struct ompi_datatype_t *target_dt, struct ompi_win_t *win)
 {
     return ompi_osc_gpuic_rma(ompi_osc_gpuic_module(win), false, origin_addr, origin_count,
-                              origin_dt, target, target_disp, target_count, target_dt);
+                              origin_dt, target, target_disp, target_count, target_dt, true);
 }
 
 /* Request-based operations exist only in passive-target epochs (MPI 3.1 section 11.3.5). */
@@ -996,7 +1011,7 @@ int ompi_osc_gpuic_rput(const void *origin_addr, int origin_count,
         issued = __atomic_load_n(&module->peers[target].ucx_issued, __ATOMIC_ACQUIRE);
         queued = ompi_osc_gpuic_gpu_ticket(module);
         rc = ompi_osc_gpuic_rma(module, true, (void *)origin_addr, origin_count, origin_dt,
-                                target, target_disp, target_count, target_dt);
+                                target, target_disp, target_count, target_dt, false);
     }
     if (rc == OMPI_SUCCESS) {
         rc = ompi_osc_gpuic_request_for(win, module, target, issued, queued, request);
@@ -1017,7 +1032,7 @@ int ompi_osc_gpuic_rget(void *origin_addr, int origin_count, struct ompi_datatyp
         issued = __atomic_load_n(&module->peers[target].ucx_issued, __ATOMIC_ACQUIRE);
         queued = ompi_osc_gpuic_gpu_ticket(module);
         rc = ompi_osc_gpuic_rma(module, false, origin_addr, origin_count, origin_dt, target,
-                                target_disp, target_count, target_dt);
+                                target_disp, target_count, target_dt, false);
     }
     if (rc == OMPI_SUCCESS) {
         rc = ompi_osc_gpuic_request_for(win, module, target, issued, queued, request);

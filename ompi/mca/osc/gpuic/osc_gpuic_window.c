@@ -109,6 +109,7 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
     if (module->peers != NULL) {
         n = ompi_comm_size(module->comm);
         ompi_osc_gpuic_dynamic_cleanup(module);
+        ompi_osc_gpuic_cma_pend_free(module);
         for (i = 0; i < n; ++i) {
             gpuic_rkey_destroy(module->peers[i].win.rkey);
             /* state_rkey is the pool's */
