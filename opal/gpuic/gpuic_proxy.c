@@ -325,7 +325,7 @@ gpuic_status_t gpuic_proxy_add(gpuic_proxy_t *proxy, const gpuic_proxy_queue_t *
     proxy->queues = queues;
     a = &queues[proxy->nqueues];
     a->q = *queue;
-    a->done_owed = __atomic_load_n(queue->done, __ATOMIC_RELAXED);
+    a->done_owed = gpuic_proxy_done_index(queue);
     a->held = NULL;
     a->held_head = a->held_tail = 0;
     if (queue->free != NULL) {

@@ -116,6 +116,16 @@ typedef struct gpuic_proxy_queue {
     /** Stage stamps of the ring's WQEs (pickup, UCX call issued, remote completion), or NULL.
      *  Only a build configured with --enable-trace stamps; others ignore it. */
     gpuic_trace_t    *trace;
+    /**
+     * Failure marks for the producers, or NULL: 1 + cmpl->ntargets words, zeroed by the
+     * caller.  When a round retires WQEs that failed (an error of their own or of the round's
+     * transport flush), the proxy stores 1 into word 0 and into word 1 + target of each such
+     * WQE's target (they stay set), then raises the failure count of the completion word,
+     * which @c done then holds in the format of gpuic_ring_done_word(), all before the index
+     * passes those WQEs.  A producer whose wait reads a word with failures looks at the marks
+     * of its target.  Without marks @c done holds the plain index.
+     */
+    uint32_t         *failed;
 } gpuic_proxy_queue_t;
 
 /** Counters of the proxy's work. */

@@ -34,7 +34,46 @@ void gpuic_proxy_done_add(gpuic_proxy_round_t *round, gpuic_proxy_attached_t *a)
     a->done_owed = end;
     round->dones[round->ndones].done = a->q.done;
     round->dones[round->ndones].end = end;
+    round->dones[round->ndones].marked = a->q.failed != NULL;
     round->ndones++;
+}
+
+uint64_t gpuic_proxy_done_index(const gpuic_proxy_queue_t *q)
+{
+    uint64_t word = __atomic_load_n(q->done, __ATOMIC_RELAXED); /* the proxy's own store */
+
+    return q->failed != NULL ? gpuic_ring_done_index(word) : word;
+}
+
+/* Marks the failures of @p t for its queue's producers (gpuic_proxy_queue_t.failed): the
+ * marks, then a failure more in the completion word, with release so that a producer that
+ * reads the count sees the marks.  The index part stays where it was. */
+static void gpuic_proxy_mark_failed(const gpuic_proxy_tally_t *t)
+{
+    uint64_t word;
+
+    if (t->marks == NULL || t->failed == 0) {
+        return;
+    }
+    __atomic_store_n(&t->marks[0], 1u, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->marks[1 + t->target], 1u, __ATOMIC_RELAXED);
+    word = __atomic_load_n(t->done, __ATOMIC_RELAXED); /* the proxy's own store */
+    __atomic_store_n(t->done,
+                     gpuic_ring_done_word(gpuic_ring_done_index(word),
+                                          gpuic_ring_done_failures(word) + 1),
+                     __ATOMIC_RELEASE);
+}
+
+/* Publishes completion index @p d->end, keeping the failure count of a completion word. */
+static void gpuic_proxy_done_publish(const gpuic_proxy_done_t *d)
+{
+    uint64_t word = d->end;
+
+    if (d->marked) {
+        word = gpuic_ring_done_word(d->end, gpuic_ring_done_failures(
+                                                __atomic_load_n(d->done, __ATOMIC_RELAXED)));
+    }
+    __atomic_store_n(d->done, word, __ATOMIC_RELEASE);
 }
 
 void gpuic_proxy_retire(gpuic_proxy_t *proxy)
@@ -65,11 +104,13 @@ void gpuic_proxy_retire(gpuic_proxy_t *proxy)
                 t->failed = t->count;
             }
             gpuic_cmpl_complete(t->cmpl, t->target, t->count, t->failed);
+            gpuic_proxy_mark_failed(t);
         }
-        /* the data, results and counters first: a producer that sees the index reads them */
+        /* the data, results, counters and failure marks first: a producer that sees the
+         * index reads them */
         gpuic_fence_completion_to_producer();
         for (unsigned i = 0; i < round->ndones; ++i) {
-            __atomic_store_n(round->dones[i].done, round->dones[i].end, __ATOMIC_RELEASE);
+            gpuic_proxy_done_publish(&round->dones[i]);
         }
         proxy->fifo_head = round->next;
         if (proxy->fifo_head == NULL) {
@@ -107,7 +148,7 @@ int gpuic_proxy_free_update(gpuic_proxy_t *proxy)
             }
             a->held_head++;
         }
-        done = __atomic_load_n(a->q.done, __ATOMIC_RELAXED); /* this thread's own store */
+        done = gpuic_proxy_done_index(&a->q);
         next = done;
         if (a->held_head != a->held_tail) {
             uint64_t first = a->held[a->held_head & a->q.ring->mask];

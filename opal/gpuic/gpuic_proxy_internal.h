@@ -46,6 +46,8 @@ typedef struct gpuic_proxy_op {
 /* What a round owes one (window, target): applied when the round completes. */
 typedef struct gpuic_proxy_tally {
     gpuic_cmpl_t *cmpl;
+    uint64_t *done;       /* the queue's completion word (failure marks: its count) */
+    uint32_t *marks;      /* the queue's failure marks, or NULL (gpuic_proxy_queue_t.failed) */
     uint32_t target;
     uint32_t count;
     uint32_t failed;
@@ -56,6 +58,7 @@ typedef struct gpuic_proxy_tally {
 typedef struct gpuic_proxy_done {
     uint64_t *done;
     uint64_t end;
+    int marked;               /* the queue has failure marks: done is a completion word */
 } gpuic_proxy_done_t;
 
 /* Consecutive traced WQEs of one ring in a round: stamped remote-complete when it retires. */
@@ -215,6 +218,10 @@ void gpuic_proxy_flush_done(gpuic_rma_completion_t *comp, gpuic_status_t status)
 /* Owes @p a's completion index the ring's read index at the end of this round's drain. */
 GPUIC_PROXY_LOCAL
 void gpuic_proxy_done_add(gpuic_proxy_round_t *round, gpuic_proxy_attached_t *a);
+
+/* The completion index last published for @p q (the index part of a completion word). */
+GPUIC_PROXY_LOCAL
+uint64_t gpuic_proxy_done_index(const gpuic_proxy_queue_t *q);
 
 /* Applies completed rounds, oldest first, stopping at the first incomplete one. */
 GPUIC_PROXY_LOCAL

@@ -108,6 +108,8 @@ static gpuic_proxy_tally_t *gpuic_proxy_tally(gpuic_proxy_round_t *round,
     a->tally_index[target] = round->ntallies;
     t = &round->tallies[round->ntallies++];
     t->cmpl = a->q.cmpl;
+    t->done = a->q.done;
+    t->marks = a->q.failed;
     t->target = target;
     t->count = 0;
     t->failed = 0;

@@ -100,6 +100,45 @@ static inline GPUIC_HOST_DEVICE uint64_t gpuic_ring_ack_word(uint64_t seq)
     return (1ull << 32) | (uint32_t)(seq + 1);
 }
 
+/*
+ * The completion word of a consumer that reports failures to its producers
+ * (gpuic_proxy_queue_t.failed): the completion index in its low GPUIC_RING_DONE_INDEX_BITS
+ * bits, and above them how many rounds of the consumer completed WQEs with an error (saturating
+ * at GPUIC_RING_DONE_FAILURES_MAX).  A producer that reads the index for a wait learns in the
+ * same load whether it must look for failures.  Both parts only grow, so the word does too
+ * (while the index stays below 2^48), and a maximum of words producers have seen is a word.
+ */
+#define GPUIC_RING_DONE_INDEX_BITS 48
+#define GPUIC_RING_DONE_FAILURES_MAX 0xffffu
+
+/** The completion index of completion word @p word. */
+static inline GPUIC_HOST_DEVICE uint64_t gpuic_ring_done_index(uint64_t word)
+{
+    return word & ((1ull << GPUIC_RING_DONE_INDEX_BITS) - 1);
+}
+
+/** The failure count of completion word @p word. */
+static inline GPUIC_HOST_DEVICE unsigned gpuic_ring_done_failures(uint64_t word)
+{
+    return (unsigned)(word >> GPUIC_RING_DONE_INDEX_BITS);
+}
+
+/** The completion word of index @p index and failure count @p failures (saturated). */
+static inline GPUIC_HOST_DEVICE uint64_t gpuic_ring_done_word(uint64_t index, unsigned failures)
+{
+    uint64_t f = failures < GPUIC_RING_DONE_FAILURES_MAX ? failures : GPUIC_RING_DONE_FAILURES_MAX;
+
+    return gpuic_ring_done_index(index) | (f << GPUIC_RING_DONE_INDEX_BITS);
+}
+
+/** Whether completion word @p word covers every WQE below sequence number @p seq (indexes
+ *  compare modulo 2^48). */
+static inline GPUIC_HOST_DEVICE int gpuic_ring_done_reached(uint64_t word, uint64_t seq)
+{
+    return (int64_t)((gpuic_ring_done_index(word) - seq) << (64 - GPUIC_RING_DONE_INDEX_BITS)) >=
+           0;
+}
+
 /** Word @p i of a tagged block: bytes 4i .. 4i+3 of the block (@p data) under @p tag. */
 static inline GPUIC_HOST_DEVICE uint64_t gpuic_ring_tagged_word(uint32_t tag, uint32_t data)
 {

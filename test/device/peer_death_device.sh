@@ -1,7 +1,7 @@
 #!/bin/bash
 # A target killed (SIGKILL) while a kernel puts to it through the proxy and UCX (2 emulated
-# nodes): the kernel's MPIX_Win_flush_device returns instead of hanging, and the host's next
-# MPI_Win_flush returns an error class, within osc_gpuic_timeout (3 s here).  --enable-recovery keeps the
+# nodes): the kernel's MPIX_Win_flush_device and the host's next MPI_Win_flush return an error
+# class instead of hanging or succeeding, within osc_gpuic_timeout (3 s here).  --enable-recovery keeps the
 # survivor running after the launcher sees the death; the verdict comes from its lines
 # (test_device_peer_death.cu), not from mpirun's exit status.
 prog="$GPUIC_TEST_BUILD/test/device/test_device_peer_death"

@@ -26,6 +26,10 @@ typedef struct ring_producer {
     /* the completion index and the free index, one line, as a device queue lays them out */
     uint64_t idx[8] __attribute__((aligned(64)));
     uint64_t *acks; /* result acknowledgements (one per slot), or NULL: no free index */
+    /* the proxy's failure marks (gpuic_proxy_queue_t.failed) for up to 7 targets, used when
+     * with_marks is set before ring_producer_queue(): idx[0] is then a completion word */
+    uint32_t marks[8];
+    int with_marks;
 } ring_producer_t;
 
 /* Creates a ring of @p size slots; @p with_free adds the free index and acknowledgements.
@@ -64,18 +68,24 @@ static inline void ring_producer_queue(ring_producer_t *rp, gpuic_proxy_queue_t 
         q->free = &rp->idx[1];
         q->acks = rp->acks;
     }
+    if (rp->with_marks) {
+        q->failed = rp->marks;
+    }
 }
 
 /* The consumer's completion index now (acquire: what completed is visible). */
 static inline uint64_t ring_producer_done(const ring_producer_t *rp)
 {
-    return __atomic_load_n(&rp->idx[0], __ATOMIC_ACQUIRE);
+    uint64_t word = __atomic_load_n(&rp->idx[0], __ATOMIC_ACQUIRE);
+
+    return rp->with_marks ? gpuic_ring_done_index(word) : word;
 }
 
 /* The bound below which slots may be reused: the free index, or the completion index. */
 static inline uint64_t ring_producer_free(const ring_producer_t *rp)
 {
-    return __atomic_load_n(&rp->idx[rp->acks != NULL ? 1 : 0], __ATOMIC_ACQUIRE);
+    return rp->acks != NULL ? __atomic_load_n(&rp->idx[1], __ATOMIC_ACQUIRE)
+                            : ring_producer_done(rp);
 }
 
 /* Reserves @p n consecutive slots and waits until they are free; returns the first sequence

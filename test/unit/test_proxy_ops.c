@@ -119,7 +119,7 @@ static void test_invalid(void)
     gpuic_cmpl_counter_t c0, c;
     gpuic_wqe_t w;
     static uint8_t src[LEN + 64];
-    unsigned n = 0;
+    unsigned n = 0, failures0;
 
     /* a stale key: insert a second region for target 0, then remove it */
     CHECK(gpuic_keytable_lookup(fx.keys, fx.key[0], fixture_raddr(&fx, 0, 0), 1, &found) ==
@@ -132,6 +132,9 @@ static void test_invalid(void)
     memcpy(before, fixture_region(&fx, 0), LEN);
     gpuic_cmpl_query(fx.cmpl, 0, &c0);
     CHECK(take_error() == GPUIC_OK);
+    /* the failure marks and count producers read (the proxy is idle: every WQE completed) */
+    memset(rp.marks, 0, sizeof(rp.marks));
+    failures0 = gpuic_ring_done_failures(__atomic_load_n(&rp.idx[0], __ATOMIC_ACQUIRE));
 
 #define BAD(what_, expect_) (check_error((what_), (expect_)), n++)
     gpuic_wqe_build_put_inline(&w, &h0, &v, 8, fixture_raddr(&fx, 0, 0), 63);
@@ -183,6 +186,11 @@ static void test_invalid(void)
     gpuic_cmpl_query(fx.cmpl, 0, &c);
     CHECK(c.failed - c0.failed == n && c.completed - c0.completed == n &&
           c.local_completed - c0.local_completed == n);
+    /* each failing round counted once in the completion word; only target 0 marked */
+    CHECK(gpuic_ring_done_failures(__atomic_load_n(&rp.idx[0], __ATOMIC_ACQUIRE)) -
+              failures0 >= 1);
+    CHECK(rp.marks[0] == 1 && rp.marks[1] == 1 && rp.marks[2] == 0);
+    CHECK(gpuic_ring_done_reached(__atomic_load_n(&rp.idx[0], __ATOMIC_ACQUIRE), posted_end));
     /* first error wins */
     gpuic_wqe_build_put_inline(&w, &h0, &v, 8, fixture_raddr(&fx, 0, 0), 63);
     post(&w, 1, 0);
@@ -715,6 +723,7 @@ int main(void)
     gpuic_keytable_destroy(kt);
 
     CHECK(ring_producer_create(&rp, 8, 5, 0));
+    rp.with_marks = 1; /* as device queues are attached */
     for (unsigned i = 0; i < sizeof(kinds) / sizeof(kinds[0]); ++i) {
         run_kind(kinds[i]);
     }

@@ -859,6 +859,7 @@ __device__ static inline int MPIX_Win_flush_all_device(MPIX_Win_device win)
     gpuic_dev_fence_data_to_peer(gpuic_dev_all_same_gpu(win));
     t.desc = win.desc;
     t.queue = win.queue;
+    t.rank = -1; /* every target (gpuic_dev_proxy_outcome()) */
     if (t.queue != NULL) {
         return gpuic_dev_proxy_flush(&t);
     }

@@ -488,9 +488,31 @@ __device__ static inline bool gpuic_dev_proxy_await(MPIX_Gpuic_device_queue *q,
 
 
 /*
+ * The outcome of a wait on @p t that ended when completion word @p done covered its entries:
+ * MPI_SUCCESS, or MPI_ERR_OTHER (recorded) when the word counts failures and the proxy marked
+ * the wait's target failed (t->rank < 0, a flush of every target: any target).  The marks are
+ * read after the acquire that gave @p done, and only when it counts failures: a wait that
+ * meets none loads nothing more.  A target stays marked once an entry to it failed.
+ */
+__device__ static inline int gpuic_dev_proxy_outcome(const MPIX_Device_target *t, uint64_t done)
+{
+    const volatile uint32_t *marks;
+
+    if (__builtin_expect(gpuic_ring_done_failures(done) == 0, 1)) {
+        return MPI_SUCCESS;
+    }
+    marks = t->queue->failed;
+    if (marks == NULL || marks[t->rank < 0 ? 0 : 1 + t->rank] != 0) {
+        return gpuic_dev_fail(t->desc, MPI_ERR_OTHER);
+    }
+    return MPI_SUCCESS;
+}
+
+/*
  * Waits, its entries pushed, until the completion index at @p done_p covers every entry below
  * @p seq; @p w is the reservation word as read after the push.  MPI_ERR_OTHER (recorded) when
- * the proxy does not get there within the window's timeout.
+ * the proxy does not get there within the window's timeout, or when entries to @p t's target
+ * failed (gpuic_dev_proxy_outcome()).
  */
 __device__ static inline int gpuic_dev_proxy_wait_pushed(const MPIX_Device_target *t,
                                                          const uint64_t *done_p, uint64_t seq,
@@ -509,15 +531,19 @@ __device__ static inline int gpuic_dev_proxy_wait_pushed(const MPIX_Device_targe
             (int32_t)GPUIC_DEV_PROXY_PUBLISH_LAG) {
             gpuic_dev_proxy_bound_publish(q, w, (uint32_t)free);
         }
-        return MPI_SUCCESS;
+        return gpuic_dev_proxy_outcome(t, done);
     }
-    if (gpuic_dev_proxy_reached(seen, seq) &&
-        gpuic_dev_proxy_reached(gpuic_dev_proxy_ld_acquire(&q->done_seen), seq)) {
-        return MPI_SUCCESS;
+    if (gpuic_dev_proxy_reached(seen, seq)) {
+        seen = gpuic_dev_proxy_ld_acquire(&q->done_seen);
+        if (gpuic_dev_proxy_reached(seen, seq)) {
+            return gpuic_dev_proxy_outcome(t, seen);
+        }
     }
-    return gpuic_dev_proxy_await(q, done_p, seq, true, false)
-               ? MPI_SUCCESS
-               : gpuic_dev_fail(t->desc, MPI_ERR_OTHER);
+    if (!gpuic_dev_proxy_await(q, done_p, seq, true, false)) {
+        return gpuic_dev_fail(t->desc, MPI_ERR_OTHER);
+    }
+    /* at least the word that ended the wait: its poller raised done_seen to it */
+    return gpuic_dev_proxy_outcome(t, gpuic_dev_proxy_ld_acquire(&q->done_seen));
 }
 
 /*

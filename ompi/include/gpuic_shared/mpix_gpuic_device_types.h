@@ -88,9 +88,10 @@ typedef struct MPIX_Gpuic_device_queue {
     /** Device address of the ring's tagged blocks (gpuic_ring_t.tagged): an entry is written
      *  and published in the same 8-byte stores, each carrying its block's tag. */
     uint64_t *tagged;
-    /** Device address of the proxy's completion index (done[0]: every entry below it has
-     *  completed) and free index (done[1]: slots below it may be reserved again; it stops
-     *  at a result not yet acknowledged in acks) */
+    /** Device address of the proxy's completion word (done[0]: every entry below its index
+     *  has completed; the format of gpuic_ring_done_word(), which also counts failures) and
+     *  free index (done[1]: slots below it may be reserved again; it stops at a result not
+     *  yet acknowledged in acks) */
     const uint64_t *done;
     char     *stage;          /**< device address of the staging area, stage_bytes per slot */
     uint64_t stage_host;      /**< host address of the same area (WQE local addresses) */
@@ -106,7 +107,11 @@ typedef struct MPIX_Gpuic_device_queue {
      *  entry at sequence number seq from its staging area stores gpuic_ring_ack_word(seq)
      *  at acks[seq & (size - 1)] (pinned host memory, read by the proxy). */
     uint64_t *acks;
-    uint64_t pad4[7];
+    /** Device address of the proxy's failure marks (gpuic_proxy_queue_t.failed, pinned host
+     *  memory): word 0 set once any entry failed, word 1 + r once an entry to rank r did.
+     *  Read by a wait only when the completion word it read counts failures. */
+    const uint32_t *failed;
+    uint64_t pad4[6];
     /** Highest free index (done[1]) a producer has read: where reservations the free bound
      *  does not cover look before they wait (producer state, device memory). */
     unsigned long long free_seen;

@@ -665,6 +665,9 @@ int ompi_osc_gpuic_devqueue_drain(ompi_osc_gpuic_module_t *module);
 /** ompi_osc_gpuic_devqueue_drain(), then the error the proxy recorded for the window's
  *  entries, returned once. */
 int ompi_osc_gpuic_devqueue_quiesce(ompi_osc_gpuic_module_t *module);
+/** Whether the proxy marked entries of the window's device queue failed (device waits then
+ *  return MPI_ERR_OTHER); its recorded error then counts as returned already. */
+bool ompi_osc_gpuic_devqueue_failed(ompi_osc_gpuic_module_t *module);
 /** Logs the device queue's state once (a device wait for the proxy timed out). */
 void ompi_osc_gpuic_devqueue_report(ompi_osc_gpuic_module_t *module);
 /**

@@ -36,6 +36,7 @@ typedef struct ompi_osc_gpuic_devqueue {
     uint64_t *done;            /* the proxy's completion index (in block); its free index
                                 * follows it (done[1]) */
     uint64_t *acks;            /* result acknowledgements, one per slot (in block) */
+    uint32_t *failed;          /* the proxy's failure marks, 1 + nranks words (in block) */
     MPIX_Gpuic_device_queue *dev; /* device memory */
     gpuic_keytable_t *keys;
     gpuic_cmpl_t *cmpl;
@@ -207,7 +208,7 @@ static int ompi_osc_gpuic_devqueue_alloc(ompi_osc_gpuic_module_t *module,
     q->sync_keyids = calloc((size_t)n, sizeof(*q->sync_keyids));
     q->sync_keyed = calloc((size_t)n, sizeof(*q->sync_keyed));
     q->block_len = ring_len + OMPI_OSC_GPUIC_DONE_LINE + (size_t)slots * stage +
-                   (size_t)slots * sizeof(uint64_t);
+                   (size_t)slots * sizeof(uint64_t) + (1 + (size_t)n) * sizeof(uint32_t);
     q->block = ompi_osc_gpuic_pages_alloc(q->block_len);
     if (q->rkeys == NULL || q->keyids == NULL || q->keyed == NULL || q->sync_rkeys == NULL ||
         q->sync_keyids == NULL || q->sync_keyed == NULL || q->block == NULL) {
@@ -227,6 +228,7 @@ static int ompi_osc_gpuic_devqueue_alloc(ompi_osc_gpuic_module_t *module,
     q->block_dev = dev;
     q->done = (uint64_t *)((char *)q->block + ring_len);
     q->acks = (uint64_t *)((char *)q->done + OMPI_OSC_GPUIC_DONE_LINE + (size_t)slots * stage);
+    q->failed = (uint32_t *)(q->acks + slots);
     /* GPU threads write and publish each entry in the same tagged stores
      * (mpix_gpuic_device_proxy.cuh) */
     (void)gpuic_ring_create_tagged_at(q->block, ring_len, slots, (uint32_t)module->id, &q->ring);
@@ -256,6 +258,7 @@ static int ompi_osc_gpuic_devqueue_publish(ompi_osc_gpuic_devqueue_t *q)
     d.size = q->ring->size;
     d.stage_bytes = (uint32_t)mca_osc_gpuic_component.device_stage_bytes;
     d.acks = (uint64_t *)(b + ((char *)q->acks - (char *)q->block));
+    d.failed = (const uint32_t *)(b + ((char *)q->failed - (char *)q->block));
     if (gpuic_cuda_mem_alloc(sizeof(d), &dev) != GPUIC_OK ||
         gpuic_cuda_memcpy(dev, &d, sizeof(d)) != GPUIC_OK) {
         gpuic_cuda_mem_free(dev);
@@ -378,6 +381,7 @@ int ompi_osc_gpuic_devqueue_setup(ompi_osc_gpuic_module_t *module, MPIX_Gpuic_de
         pq.done = q->done;
         pq.free = q->done + 1;
         pq.acks = q->acks;
+        pq.failed = q->failed;
         rc = ompi_osc_gpuic_error(gpuic_proxy_add(proxy, &pq));
         q->attached = rc == OMPI_SUCCESS;
     }
@@ -452,7 +456,7 @@ int ompi_osc_gpuic_devqueue_drain(ompi_osc_gpuic_module_t *module)
     for (;;) {
         published = gpuic_ring_published(q->ring);
         if (published == gpuic_ring_read_index(q->ring) &&
-            (int64_t)(__atomic_load_n(q->done, __ATOMIC_ACQUIRE) - published) >= 0) {
+            gpuic_ring_done_reached(__atomic_load_n(q->done, __ATOMIC_ACQUIRE), published)) {
             return OMPI_SUCCESS;
         }
         /* the proxy thread does the work: nothing to progress here */
@@ -461,7 +465,8 @@ int ompi_osc_gpuic_devqueue_drain(ompi_osc_gpuic_module_t *module)
             gpuic_log(GPUIC_LOG_ERROR, "rank %d: device queue of window %d: entries not "
                       "completed by the proxy (read up to %" PRIu64 ", complete below %" PRIu64
                       ")", ompi_osc_gpuic_rank(module), module->id,
-                      gpuic_ring_read_index(q->ring), __atomic_load_n(q->done, __ATOMIC_ACQUIRE));
+                      gpuic_ring_read_index(q->ring),
+                      gpuic_ring_done_index(__atomic_load_n(q->done, __ATOMIC_ACQUIRE)));
             return MPI_ERR_OTHER;
         }
     }
@@ -493,7 +498,7 @@ void ompi_osc_gpuic_devqueue_report(ompi_osc_gpuic_module_t *module)
         d.tickets = d.done_seen = d.free_seen = (unsigned long long)-1;
     }
     read = gpuic_ring_read_index(q->ring);
-    done = __atomic_load_n(q->done, __ATOMIC_ACQUIRE);
+    done = gpuic_ring_done_index(__atomic_load_n(q->done, __ATOMIC_ACQUIRE));
     tag = gpuic_ring_tag(read, 0);
     blk = q->ring->tagged + (read & q->ring->mask) * GPUIC_RING_TAGGED_WORDS;
     for (unsigned i = 0; i < GPUIC_RING_TAGGED_WORDS; ++i) {
@@ -509,7 +514,9 @@ void ompi_osc_gpuic_devqueue_report(ompi_osc_gpuic_module_t *module)
               "at the read index tagged, %" PRIu64 " entries, %" PRIu64 " errors, %" PRIu64
               " sleeps%s",
               ompi_osc_gpuic_rank(module), module->id, d.tickets >> 32, d.tickets & 0xffffffffull,
-              d.done_seen, d.free_seen, d.full_waits, read, done,
+              d.done_seen == (unsigned long long)-1 ? d.done_seen
+                                                    : gpuic_ring_done_index(d.done_seen),
+              d.free_seen, d.full_waits, read, done,
               __atomic_load_n(q->done + 1, __ATOMIC_ACQUIRE), tagged,
               (unsigned)GPUIC_RING_TAGGED_WORDS, ps.wqes, ps.errors, ps.sleeps,
               q->copies && gpuic_cuda_lazy_loading()
@@ -517,6 +524,21 @@ void ompi_osc_gpuic_devqueue_report(ompi_osc_gpuic_module_t *module)
                     "launched for the first time during the wait holds the copies up; load "
                     "kernels first or set CUDA_MODULE_LOADING=EAGER)"
                   : "");
+}
+
+bool ompi_osc_gpuic_devqueue_failed(ompi_osc_gpuic_module_t *module)
+{
+    ompi_osc_gpuic_devqueue_t *q = module->devq;
+    gpuic_status_t err;
+
+    if (q == NULL || __atomic_load_n(&q->failed[0], __ATOMIC_ACQUIRE) == 0) {
+        return false;
+    }
+    err = gpuic_cmpl_error(q->cmpl);
+    if (err != GPUIC_OK) {
+        q->reported = err; /* a device wait returned it */
+    }
+    return true;
 }
 
 int ompi_osc_gpuic_devqueue_quiesce(ompi_osc_gpuic_module_t *module)

@@ -353,8 +353,9 @@ int ompi_osc_gpuic_device_error(ompi_osc_gpuic_module_t *module)
     }
     /* Written by device code through the mapping; taken once, so the next call is clean. */
     cls = __atomic_exchange_n(module->dev_error, 0, __ATOMIC_ACQ_REL);
-    if (cls == MPI_ERR_OTHER) {
-        /* what device waits for the proxy record when they time out */
+    if (cls == MPI_ERR_OTHER && !ompi_osc_gpuic_devqueue_failed(module)) {
+        /* what device waits for the proxy record when they time out (or, handled above,
+         * when the proxy marked their entries failed) */
         ompi_osc_gpuic_devqueue_report(module);
     }
     if (cls == 0) {
