@@ -4,9 +4,10 @@
  *
  *   mpirun -np 2 --mca osc gpuic device_bench [--iters N] [--csv FILE] [--host-window]
  *                                             [--label NAME] [--latency-only] [--max-bytes N] [--memcpy-peer]
- *                                             [--bw-chunk N] [--bw-only]
+ *                                             [--bw-chunk N] [--bw-only] [--rate-only]
  *
- * --bw-only runs the bandwidth rows alone (put_bw, get_bw, the one block's put and get).
+ * --bw-only runs the bandwidth rows alone (put_bw, get_bw, the one block's put and get);
+ * --rate-only the message-rate rows alone.
  * --latency-only leaves out the message-rate and bandwidth rows (the forced proxy path on a GPU
  * window moves each entry with a driver copy: thousands of them take minutes).
  * --host-window puts the window in host memory, so every device call takes the proxy path
@@ -80,6 +81,7 @@ static const char *label = "gpuic"; /* component column of this run's rows */
 static bool host_window;
 static bool latency_only; /* --latency-only: no message-rate or bandwidth rows */
 static bool bw_only;      /* --bw-only: the bandwidth rows alone */
+static bool rate_only;    /* --rate-only: the message-rate rows alone */
 /* --bw-chunk N: put_bw blocks take N-byte chunks round-robin (0: one slice each).  Across
  * NVLink (two H200s, 256 MiB) slices ran at 346 GB/s, 256 KiB .. 4 MiB chunks at 368-370. */
 static size_t bw_chunk = 256u << 10;
@@ -649,6 +651,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--label") && i + 1 < argc) label = argv[++i];
         else if (!strcmp(argv[i], "--latency-only")) latency_only = true;
         else if (!strcmp(argv[i], "--bw-only")) bw_only = true;
+        else if (!strcmp(argv[i], "--rate-only")) rate_only = bw_only = true;
         else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc)
             max_bytes = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--memcpy-peer")) memcpy_peer = true;
@@ -805,7 +808,7 @@ int main(int argc, char **argv)
     /* message rate */
     if (rank == 0 && !latency_only) {
         int shapes[][2] = {{1, 32}, {8, 256}, {132, 256}, {132, 1024}};
-        for (int s = 0; s < 4 && !bw_only; ++s) {
+        for (int s = 0; s < 4 && (!bw_only || rate_only); ++s) {
             int blocks = shapes[s][0], threads = shapes[s][1];
             /* the proxy path moves a few M msg/s, the P2P path tens of G: fewer per thread there */
             int per = strcmp(label, "gpuic") == 0 ? 64 : 8;
@@ -827,7 +830,7 @@ int main(int argc, char **argv)
         }
         /* bandwidth: puts (local loads, remote stores), then on the P2P path gets (remote
          * loads; through the proxy they would double the run's time for no target) */
-        int kinds = !host_window && strcmp(label, "gpuic") == 0 ? 2 : 1;
+        int kinds = rate_only ? 0 : !host_window && strcmp(label, "gpuic") == 0 ? 2 : 1;
         for (int get = 0; get < kinds; ++get) {
             for (size_t bytes = 8; bytes <= max_bytes;
                  bytes = bw_next_size(bytes, max_bytes)) {
@@ -841,7 +844,7 @@ int main(int argc, char **argv)
         }
         /* one block, one call: what a single large put or get moves (through the proxy, the
          * transfer the copy engine takes whole) */
-        for (int get = 0; get < 2; ++get) {
+        for (int get = 0; get < 2 && !rate_only; ++get) {
             size_t bytes = max_bytes < (8u << 20) ? max_bytes : (8u << 20);
             double gbs = bw_measure(h, peer, d_src, bytes, bw_off, 1, 0, get, 20);
             if (gbs >= 0) {
