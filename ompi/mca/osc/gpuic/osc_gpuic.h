@@ -729,6 +729,18 @@ static inline void ompi_osc_gpuic_issued_add(uint64_t *issued)
         __atomic_store_n(issued, __atomic_load_n(issued, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
     }
 }
+/** Counts a UCX operation issued to @p target, for the peer's flushes and the window's.
+ *  Called after the issue: a flush that sees the count was issued after the operation, so it
+ *  covers it (counting first would let another thread's flush claim it too early). */
+static inline void ompi_osc_gpuic_ucx_count(ompi_osc_gpuic_module_t *module, int target)
+{
+    ompi_osc_gpuic_issued_add(&module->peers[target].ucx_issued);
+    ompi_osc_gpuic_issued_add(&module->ucx_issued);
+}
+/** Puts (@p is_put) or gets @p len bytes between host memory @p local and @p raddr of
+ *  @p target through UCX, completed locally by the peer's counter, and counts it. */
+int ompi_osc_gpuic_ucx_issue(ompi_osc_gpuic_module_t *module, int target, bool is_put,
+                             void *local, size_t len, uint64_t raddr, gpuic_rkey_t *rkey);
 /** Raises *counter to at least @p value (never lowers it: flushes and synchronizations may
  *  finish out of order). */
 static inline void ompi_osc_gpuic_counter_raise(uint64_t *counter, uint64_t value)

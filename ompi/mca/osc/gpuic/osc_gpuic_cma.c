@@ -46,6 +46,7 @@ static int ompi_osc_gpuic_cma_dir_issue(ompi_osc_gpuic_module_t *module, int tar
     ompi_osc_gpuic_peer_t *peer = &module->peers[target];
     size_t i, n = d->n;
     gpuic_status_t status;
+    int rc = OMPI_SUCCESS;
 
     if (n == 0) {
         return OMPI_SUCCESS;
@@ -58,20 +59,16 @@ static int ompi_osc_gpuic_cma_dir_issue(ompi_osc_gpuic_module_t *module, int tar
     }
     __atomic_store_n(&peer->cma_pid, 0, __ATOMIC_RELAXED);
     /* refused at the first call: the lists are as gathered */
-    for (i = 0, status = GPUIC_OK; i < n && status == GPUIC_OK; ++i) {
-        status = is_put ? gpuic_rma_put_lcc(peer->ep, d->local[i].iov_base, d->local[i].iov_len,
-                                            (uint64_t)(uintptr_t)d->remote[i].iov_base,
-                                            d->rkey[i], &peer->lcc)
-                        : gpuic_rma_get_lcc(peer->ep, d->local[i].iov_base, d->local[i].iov_len,
-                                            (uint64_t)(uintptr_t)d->remote[i].iov_base,
-                                            d->rkey[i], &peer->lcc);
-        ompi_osc_gpuic_issued_add(&peer->ucx_issued);
-        ompi_osc_gpuic_issued_add(&module->ucx_issued);
+    for (i = 0; i < n && rc == OMPI_SUCCESS; ++i) {
+        rc = ompi_osc_gpuic_ucx_issue(module, target, is_put, d->local[i].iov_base,
+                                      d->local[i].iov_len,
+                                      (uint64_t)(uintptr_t)d->remote[i].iov_base, d->rkey[i]);
     }
-    if (status == GPUIC_OK && is_put) {
-        status = gpuic_lcc_wait(mca_osc_gpuic_component.ctx, &peer->lcc);
+    if (rc == OMPI_SUCCESS && is_put) {
+        /* the staged bytes are reused once this returns */
+        rc = ompi_osc_gpuic_error(gpuic_lcc_wait(mca_osc_gpuic_component.ctx, &peer->lcc));
     }
-    return ompi_osc_gpuic_error(status);
+    return rc;
 }
 
 /* Both directions (@p gets_only: the gets); called with the lock held. */

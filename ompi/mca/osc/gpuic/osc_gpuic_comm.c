@@ -276,16 +276,22 @@ static int ompi_osc_gpuic_xfer_one(ompi_osc_gpuic_xfer_arg_t *x, ompi_osc_gpuic_
     }
     if (x->local_dev) {
         rc = ompi_osc_gpuic_xfer_bounced(x, region, local, len, raddr);
-    } else {
-        rc = ompi_osc_gpuic_error(
-            x->is_put ? gpuic_rma_put_lcc(peer->ep, local, len, raddr, region->rkey, &peer->lcc)
-                      : gpuic_rma_get_lcc(peer->ep, local, len, raddr, region->rkey, &peer->lcc));
+        ompi_osc_gpuic_ucx_count(x->module, x->target);
+        return rc;
     }
-    /* Counted after issue: a flush that sees the count was issued after the operation, so it
-     * covers it (counting first would let another thread's flush claim it too early). */
-    ompi_osc_gpuic_issued_add(&peer->ucx_issued);
-    ompi_osc_gpuic_issued_add(&x->module->ucx_issued);
-    return rc;
+    return ompi_osc_gpuic_ucx_issue(x->module, x->target, x->is_put, local, len, raddr,
+                                    region->rkey);
+}
+
+int ompi_osc_gpuic_ucx_issue(ompi_osc_gpuic_module_t *module, int target, bool is_put,
+                             void *local, size_t len, uint64_t raddr, gpuic_rkey_t *rkey)
+{
+    ompi_osc_gpuic_peer_t *peer = &module->peers[target];
+    gpuic_status_t status = is_put ? gpuic_rma_put_lcc(peer->ep, local, len, raddr, rkey, &peer->lcc)
+                                   : gpuic_rma_get_lcc(peer->ep, local, len, raddr, rkey, &peer->lcc);
+
+    ompi_osc_gpuic_ucx_count(module, target);
+    return ompi_osc_gpuic_error(status);
 }
 
 /*
@@ -476,8 +482,7 @@ static int ompi_osc_gpuic_get_span(ompi_osc_gpuic_xfer_arg_t *x, void *buf, int 
     } else {
         status = gpuic_rma_get_lcc(peer->ep, copy, span, raddr + (uint64_t)lo, x->region->rkey,
                                    &peer->lcc);
-        ompi_osc_gpuic_issued_add(&peer->ucx_issued);
-        ompi_osc_gpuic_issued_add(&x->module->ucx_issued);
+        ompi_osc_gpuic_ucx_count(x->module, x->target);
         if (status == GPUIC_OK) {
             rc = ompi_osc_gpuic_peer_flush(x->module, x->target); /* the copy is needed now */
         }
