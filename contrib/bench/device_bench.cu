@@ -4,10 +4,12 @@
  *
  *   mpirun -np 2 --mca osc gpuic device_bench [--iters N] [--csv FILE] [--host-window]
  *                                             [--label NAME] [--latency-only] [--max-bytes N] [--memcpy-peer]
- *                                             [--bw-chunk N] [--bw-only] [--rate-only]
+ *                                             [--bw-chunk N] [--bw-only] [--rate-only] [--rate-words N]
  *
  * --bw-only runs the bandwidth rows alone (put_bw, get_bw, the one block's put and get);
- * --rate-only the message-rate rows alone.
+ * --rate-only the message-rate rows alone; --rate-words N (default 2^20, at most that) spreads
+ * their puts over the first N words of the window (thread t's i-th put goes to word
+ * (7t + i) mod N).
  * --latency-only leaves out the message-rate and bandwidth rows (the forced proxy path on a GPU
  * window moves each entry with a driver copy: thousands of them take minutes).
  * --host-window puts the window in host memory, so every device call takes the proxy path
@@ -82,6 +84,7 @@ static bool host_window;
 static bool latency_only; /* --latency-only: no message-rate or bandwidth rows */
 static bool bw_only;      /* --bw-only: the bandwidth rows alone */
 static bool rate_only;    /* --rate-only: the message-rate rows alone */
+static int rate_words = 1 << 20; /* --rate-words N: the message-rate puts go to N words */
 /* --bw-chunk N: put_bw blocks take N-byte chunks round-robin (0: one slice each).  Across
  * NVLink (two H200s, 256 MiB) slices ran at 346 GB/s, 256 KiB .. 4 MiB chunks at 368-370. */
 static size_t bw_chunk = 256u << 10;
@@ -312,11 +315,12 @@ __global__ void k_pingpong_payload(MPIX_Win_device win, const uint64_t *mine, in
     *bad = errors;
 }
 
-__global__ void k_rate(MPIX_Win_device win, int peer, int per_thread, const uint64_t *src)
+__global__ void k_rate(MPIX_Win_device win, int peer, int per_thread, const uint64_t *src,
+                       int words)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     for (int i = 0; i < per_thread; ++i) {
-        MPIX_Put_device(src, 8, peer, (MPI_Aint)((t * 7 + i) % (1 << 20)) * 8, win);
+        MPIX_Put_device(src, 8, peer, (MPI_Aint)((t * 7 + i) % words) * 8, win);
     }
     MPIX_Win_flush_device(peer, win);
 }
@@ -652,6 +656,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--latency-only")) latency_only = true;
         else if (!strcmp(argv[i], "--bw-only")) bw_only = true;
         else if (!strcmp(argv[i], "--rate-only")) rate_only = bw_only = true;
+        else if (!strcmp(argv[i], "--rate-words") && i + 1 < argc) rate_words = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc)
             max_bytes = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--memcpy-peer")) memcpy_peer = true;
@@ -667,6 +672,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (max_bytes < 8) max_bytes = 8;
+    if (rate_words < 1 || rate_words > (1 << 20)) rate_words = 1 << 20;
     if (max_bytes > BW_DEFAULT_MAX) {
         /* the fixed words (signal, data) stay where they are; the large puts get their own part */
         bw_off = WIN_BYTES;
@@ -816,9 +822,9 @@ int main(int argc, char **argv)
             float ms;
             cudaEventCreate(&e0);
             cudaEventCreate(&e1);
-            k_rate<<<blocks, threads>>>(h, peer, per, d_buf);
+            k_rate<<<blocks, threads>>>(h, peer, per, d_buf, rate_words);
             cudaEventRecord(e0);
-            k_rate<<<blocks, threads>>>(h, peer, per, d_buf);
+            k_rate<<<blocks, threads>>>(h, peer, per, d_buf, rate_words);
             cudaEventRecord(e1);
             cudaEventSynchronize(e1);
             cudaEventElapsedTime(&ms, e0, e1);
