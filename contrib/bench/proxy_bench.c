@@ -8,7 +8,8 @@
  * paths.  Then, for 8-byte inline puts: the rate at which one producer writes entries, the
  * latency one entry at a time, back to back and 3 us apart (a device thread's put + flush comes
  * every 3 us or so), the proxy's overhead from entry written to UCX call issued (its trace
- * stamps: only with a libgpuic configured --enable-trace), and the pick-up after an idle spell.
+ * stamps: only with a libgpuic configured --enable-trace), and the pick-up after an idle spell;
+ * with --direct-host also the rate of 8-byte puts in PUT8_MULTI entries.
  *
  * Usage: proxy_bench [iterations-scale] [--no-sizes] [--direct-host]
  *   iterations-scale  default 1; --no-sizes skips the per-size table; --direct-host enters the
@@ -234,6 +235,36 @@ int main(int argc, char **argv)
         printf("producer: %u 8-byte puts written at %.2f M entries/s (end to end incl. the "
                "completion index: %.2f M/s)\n", n, n / ((double)(t1 - t0) * 1e-9) / 1e6,
                n / ((double)(t2 - t0) * 1e-9) / 1e6);
+    }
+
+    /* 8-byte puts in PUT8_MULTI entries of GPUIC_WQE_PUT8_MAX (what a warp of 8-byte puts to a
+     * same-node host window becomes; direct host entries only): the rate the proxy makes
+     * them at, the puts 56 bytes apart over the region as a warp's are */
+    if (direct_host) {
+        unsigned n = (unsigned)(scale * 300000);
+        uint64_t raddrs[GPUIC_WQE_PUT8_MAX], data[GPUIC_WQE_PUT8_MAX], base, t0, t1, seq;
+        const uint64_t words = MAX_SIZE / 8;
+        gpuic_wqe_hdr_t h = {0, 0, 0};
+        gpuic_wqe_t w;
+        unsigned nbb;
+
+        base = (uint64_t)(uintptr_t)px.target;
+        memset(data, 0x5a, sizeof(data));
+        t0 = now_ns();
+        for (unsigned i = 0; i < n; ++i) {
+            for (unsigned k = 0; k < GPUIC_WQE_PUT8_MAX; ++k) {
+                raddrs[k] = base + ((uint64_t)(i * GPUIC_WQE_PUT8_MAX + k) * 7 % words) * 8;
+            }
+            nbb = gpuic_wqe_build_put8_multi(&w, &h, key, GPUIC_WQE_PUT8_MAX, raddrs, data);
+            seq = ring_producer_reserve(&rp, nbb, NULL);
+            ring_producer_write(&rp, seq, &w, nbb);
+            posted_end = seq + nbb;
+        }
+        proxy_flush();
+        t1 = now_ns();
+        printf("PUT8_MULTI: %u entries of %u 8-byte puts: %.2f M puts/s (end to end)\n", n,
+               (unsigned)GPUIC_WQE_PUT8_MAX,
+               (double)n * GPUIC_WQE_PUT8_MAX / ((double)(t1 - t0) * 1e-9) / 1e6);
     }
 
     /* one entry at a time, back to back and 3 us apart: entry written -> completion index, and

@@ -172,8 +172,7 @@ gpuic_status_t gpuic_keytable_lookup(const gpuic_keytable_t *kt, uint32_t key, u
         return GPUIC_ERR_BAD_KEY;
     }
     e = &slot->entry;
-    /* raddr in [base, base + len_region] and len <= what remains after raddr */
-    if (raddr < e->base || raddr - e->base > e->len || len > e->len - (raddr - e->base)) {
+    if (!gpuic_keytable_covers(e, raddr, len)) {
         return GPUIC_ERR_OUT_OF_RANGE;
     }
     *entry_p = e;

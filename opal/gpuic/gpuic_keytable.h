@@ -92,6 +92,14 @@ gpuic_status_t gpuic_keytable_insert(gpuic_keytable_t *kt, const gpuic_keytable_
  */
 gpuic_status_t gpuic_keytable_remove(gpuic_keytable_t *kt, uint32_t key);
 
+/** Whether the @p len bytes at @p raddr lie wholly inside @p e's region (overflow-safe:
+ *  raddr + len is never computed). */
+static inline int gpuic_keytable_covers(const gpuic_keytable_entry_t *e, uint64_t raddr,
+                                        uint64_t len)
+{
+    return raddr >= e->base && raddr - e->base <= e->len && len <= e->len - (raddr - e->base);
+}
+
 /**
  * Validates an access of @p len bytes at @p raddr under @p key and returns its entry.
  * Overflow-safe: raddr + len is never computed.

@@ -269,11 +269,13 @@ static gpuic_status_t gpuic_proxy_put_signal_call(gpuic_proxy_t *proxy,
 }
 
 /*
- * The puts of a GPUIC_WQE_OP_PUT8_MULTI entry: every one checked against the key table before
- * any is made (a bad one fails the entry with nothing written), then copied through the key's
- * mapping.  Producers use these entries only for targets the proxy reaches through a mapping
- * (MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED); over UCX each put would need its payload kept until
- * its local completion, so such entries are refused there.
+ * The puts of a GPUIC_WQE_OP_PUT8_MULTI entry: every one checked before any is made (a bad one
+ * fails the entry with nothing written), then copied through the key's mapping.  The puts share
+ * the entry's key: it is looked up once, and each address checked against its region.  On host
+ * memory each put is one 8-byte store; producers post these entries by the million, so the
+ * per-put cost is the proxy's message rate.  Producers use these entries only for targets the
+ * proxy reaches through a mapping (MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED); over UCX each put
+ * would need its payload kept until its local completion, so such entries are refused there.
  */
 static gpuic_status_t gpuic_proxy_put8_multi(gpuic_proxy_t *proxy, gpuic_proxy_attached_t *a,
                                              gpuic_proxy_op_t *op, const gpuic_wqe_desc_t *d)
@@ -282,16 +284,25 @@ static gpuic_status_t gpuic_proxy_put8_multi(gpuic_proxy_t *proxy, gpuic_proxy_a
     unsigned n = d->ds - 1;
     gpuic_status_t status;
 
-    for (unsigned i = 0; i < n; ++i) {
-        status = gpuic_proxy_check(a, d->target, d->rkey, gpuic_be64toh(d->put8[i].raddr), 8, &e);
-        if (status != GPUIC_OK) {
-            return status;
-        }
-        if (!e->direct) {
-            return GPUIC_ERR_UNSUPPORTED;
+    status = gpuic_proxy_check(a, d->target, d->rkey, gpuic_be64toh(d->put8[0].raddr), 8, &e);
+    if (status != GPUIC_OK) {
+        return status;
+    }
+    if (!e->direct) {
+        return GPUIC_ERR_UNSUPPORTED;
+    }
+    for (unsigned i = 1; i < n; ++i) {
+        if (!gpuic_keytable_covers(e, gpuic_be64toh(d->put8[i].raddr), 8)) {
+            return GPUIC_ERR_OUT_OF_RANGE;
         }
     }
     GPUIC_TRACE_POINT(issued, op);
+    if (e->direct == GPUIC_KEYTABLE_DIRECT_HOST) {
+        for (unsigned i = 0; i < n; ++i) {
+            memcpy((void *)(uintptr_t)gpuic_be64toh(d->put8[i].raddr), d->put8[i].data, 8);
+        }
+        return GPUIC_OK;
+    }
     for (unsigned i = 0; i < n; ++i) {
         status = gpuic_proxy_copy_direct(proxy, e, 0,
                                          (void *)(uintptr_t)gpuic_be64toh(d->put8[i].raddr),

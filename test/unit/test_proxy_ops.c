@@ -428,6 +428,20 @@ static void test_put8_multi(fixture_kind_t kind)
     wait_all();
     CHECK(take_error() == GPUIC_ERR_OUT_OF_RANGE);
     CHECK(memcmp(before, r, LEN) == 0);
+    /* one put before the start, the first put past the end: the same */
+    raddrs[4] = fixture_raddr(&fx, 0, 16);
+    raddrs[2] = fixture_raddr(&fx, 0, 0) - 8;
+    nbb = gpuic_wqe_build_put8_multi(&w, &h, fx.key[0], 5, raddrs, data + 2);
+    post(&w, nbb, 0);
+    wait_all();
+    CHECK(take_error() == GPUIC_ERR_OUT_OF_RANGE);
+    raddrs[2] = fixture_raddr(&fx, 0, 32);
+    raddrs[0] = fixture_raddr(&fx, 0, LEN);
+    nbb = gpuic_wqe_build_put8_multi(&w, &h, fx.key[0], 5, raddrs, data + 2);
+    post(&w, nbb, 0);
+    wait_all();
+    CHECK(take_error() == GPUIC_ERR_OUT_OF_RANGE);
+    CHECK(memcmp(before, r, LEN) == 0);
     CHECK(fixture_canaries_ok(&fx));
 }
 
