@@ -33,7 +33,10 @@
  *                             writes before each put and checks after each wait (GPU windows)
  *   gpuic get                 8 B get, per operation
  *   gpuic fetch_add           8 B fetch-and-add, per operation
- *   gpuic msg_rate            8 B puts from blocks x threads, then one flush each
+ *   gpuic msg_rate            8 B puts from blocks x threads, then one flush each; on the
+ *                             proxy path (--host-window) with the proxy's side of the run:
+ *                             entries, entries per round of the proxy thread, and reservations
+ *                             that found the queue full per entry (MPI_T counters)
  *   gpuic put_bw              MPIX_Put_device_block from 132 blocks of 1024 threads, the
  *                             blocks taking 256 KiB chunks round-robin (--bw-chunk N: N-byte
  *                             chunks, 0: one slice a block), one slice a block when that is
@@ -107,6 +110,57 @@ static void row(const char *component, const char *measure, size_t size, double 
     if (csv) {
         fprintf(csv, "%s,%s,%zu,%.4f,%s\n", component, measure, size, value, unit);
         fflush(csv); /* a run cut short keeps what it measured */
+    }
+}
+
+/* The proxy thread's MPI_T counters (this process's), read around each message-rate kernel on
+ * the proxy path: entries it consumed, rounds that found work, idle pauses, and reservations
+ * that found the queue full.  Where MPI_T does not list one, it reads as 0. */
+static const char *const proxy_pv_names[] = {
+    "osc_gpuic_proxy_descriptors", "osc_gpuic_proxy_rounds", "osc_gpuic_proxy_sleeps",
+    "osc_gpuic_proxy_queue_full_waits"};
+#define PROXY_PV_COUNT 4
+static MPI_T_pvar_session proxy_pv_session;
+static MPI_T_pvar_handle proxy_pv_handles[PROXY_PV_COUNT];
+static bool proxy_pv_found[PROXY_PV_COUNT];
+
+static void proxy_pv_open(void)
+{
+    int provided, num = 0, count;
+
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS ||
+        MPI_T_pvar_session_create(&proxy_pv_session) != MPI_SUCCESS ||
+        MPI_T_pvar_get_num(&num) != MPI_SUCCESS) {
+        return;
+    }
+    for (int i = 0; i < num; ++i) {
+        char name[256], desc[256];
+        int name_len = sizeof(name), desc_len = sizeof(desc), verbosity, var_class, bind;
+        int readonly, continuous, atomic;
+        MPI_Datatype dt;
+        MPI_T_enum et;
+
+        if (MPI_T_pvar_get_info(i, name, &name_len, &verbosity, &var_class, &dt, &et, desc,
+                                &desc_len, &bind, &readonly, &continuous, &atomic) != MPI_SUCCESS) {
+            continue;
+        }
+        for (int k = 0; k < PROXY_PV_COUNT; ++k) {
+            if (!proxy_pv_found[k] && strcmp(name, proxy_pv_names[k]) == 0 &&
+                MPI_T_pvar_handle_alloc(proxy_pv_session, i, NULL, &proxy_pv_handles[k],
+                                        &count) == MPI_SUCCESS) {
+                proxy_pv_found[k] = true;
+            }
+        }
+    }
+}
+
+static void proxy_pv_read(unsigned long long v[PROXY_PV_COUNT])
+{
+    for (int k = 0; k < PROXY_PV_COUNT; ++k) {
+        v[k] = 0;
+        if (proxy_pv_found[k]) {
+            MPI_T_pvar_read(proxy_pv_session, proxy_pv_handles[k], &v[k]);
+        }
     }
 }
 
@@ -647,6 +701,7 @@ int main(int argc, char **argv)
     char *d_src;
 
     MPI_Init(&argc, &argv);
+    proxy_pv_open();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     for (int i = 1; i < argc; ++i) {
@@ -822,15 +877,30 @@ int main(int argc, char **argv)
             float ms;
             cudaEventCreate(&e0);
             cudaEventCreate(&e1);
+            unsigned long long pv0[PROXY_PV_COUNT], pv1[PROXY_PV_COUNT];
             k_rate<<<blocks, threads>>>(h, peer, per, d_buf, rate_words);
+            cudaDeviceSynchronize();
+            proxy_pv_read(pv0);
             cudaEventRecord(e0);
             k_rate<<<blocks, threads>>>(h, peer, per, d_buf, rate_words);
             cudaEventRecord(e1);
             cudaEventSynchronize(e1);
+            proxy_pv_read(pv1);
             cudaEventElapsedTime(&ms, e0, e1);
             char name[64];
             snprintf(name, sizeof(name), "msg_rate_%dx%d", blocks, threads);
             row(label, name, 8, (double)blocks * threads * per / (ms * 1e-3) / 1e6, "Mmsg/s");
+            if (host_window && pv1[0] > pv0[0]) {
+                /* the proxy's side of the run: how many entries each round found, how many
+                 * reservations found the queue full (per entry) */
+                unsigned long long entries = pv1[0] - pv0[0], rounds = pv1[1] - pv0[1];
+                snprintf(name, sizeof(name), "msg_rate_%dx%d_entries", blocks, threads);
+                row(label, name, 8, (double)entries, "entries");
+                snprintf(name, sizeof(name), "msg_rate_%dx%d_per_round", blocks, threads);
+                row(label, name, 8, rounds ? (double)entries / rounds : 0.0, "entries/round");
+                snprintf(name, sizeof(name), "msg_rate_%dx%d_full_waits", blocks, threads);
+                row(label, name, 8, (double)(pv1[3] - pv0[3]) / entries, "per entry");
+            }
             cudaEventDestroy(e0);
             cudaEventDestroy(e1);
         }
@@ -946,5 +1016,6 @@ int main(int argc, char **argv)
     MPI_Win_free(&win);
     if (csv) fclose(csv);
     MPI_Finalize();
+    MPI_T_finalize();
     return 0;
 }
