@@ -114,12 +114,12 @@ static void row(const char *component, const char *measure, size_t size, double 
 }
 
 /* The proxy thread's MPI_T counters (this process's), read around each message-rate kernel on
- * the proxy path: entries it consumed, rounds that found work, idle pauses, and reservations
- * that found the queue full.  Where MPI_T does not list one, it reads as 0. */
+ * the proxy path: entries it consumed, rounds that found work, idle pauses, reservations that
+ * found the queue full, and entries it refused.  Where MPI_T does not list one, it reads as 0. */
 static const char *const proxy_pv_names[] = {
     "osc_gpuic_proxy_descriptors", "osc_gpuic_proxy_rounds", "osc_gpuic_proxy_sleeps",
-    "osc_gpuic_proxy_queue_full_waits"};
-#define PROXY_PV_COUNT 4
+    "osc_gpuic_proxy_queue_full_waits", "osc_gpuic_proxy_validation_failures"};
+#define PROXY_PV_COUNT 5
 static MPI_T_pvar_session proxy_pv_session;
 static MPI_T_pvar_handle proxy_pv_handles[PROXY_PV_COUNT];
 static bool proxy_pv_found[PROXY_PV_COUNT];
@@ -900,6 +900,10 @@ int main(int argc, char **argv)
                 row(label, name, 8, rounds ? (double)entries / rounds : 0.0, "entries/round");
                 snprintf(name, sizeof(name), "msg_rate_%dx%d_full_waits", blocks, threads);
                 row(label, name, 8, (double)(pv1[3] - pv0[3]) / entries, "per entry");
+                if (pv1[4] != pv0[4]) {
+                    snprintf(name, sizeof(name), "msg_rate_%dx%d_refused", blocks, threads);
+                    row(label, name, 8, (double)(pv1[4] - pv0[4]), "entries");
+                }
             }
             cudaEventDestroy(e0);
             cudaEventDestroy(e1);
