@@ -35,8 +35,9 @@
  *   gpuic fetch_add           8 B fetch-and-add, per operation
  *   gpuic msg_rate            8 B puts from blocks x threads, then one flush each; on the
  *                             proxy path (--host-window) with the proxy's side of the run:
- *                             entries, entries per round of the proxy thread, and reservations
- *                             that found the queue full per entry (MPI_T counters)
+ *                             entries, entries per round of the proxy thread, reservations
+ *                             that found the queue full per entry, the share of the run the
+ *                             proxy spent in rounds and its time per entry (MPI_T counters)
  *   gpuic put_bw              MPIX_Put_device_block from 132 blocks of 1024 threads, the
  *                             blocks taking 256 KiB chunks round-robin (--bw-chunk N: N-byte
  *                             chunks, 0: one slice a block), one slice a block when that is
@@ -115,11 +116,12 @@ static void row(const char *component, const char *measure, size_t size, double 
 
 /* The proxy thread's MPI_T counters (this process's), read around each message-rate kernel on
  * the proxy path: entries it consumed, rounds that found work, idle pauses, reservations that
- * found the queue full, and entries it refused.  Where MPI_T does not list one, it reads as 0. */
+ * found the queue full, entries it refused, and its time in rounds.  Where MPI_T does not list one, it reads as 0. */
 static const char *const proxy_pv_names[] = {
     "osc_gpuic_proxy_descriptors", "osc_gpuic_proxy_rounds", "osc_gpuic_proxy_sleeps",
-    "osc_gpuic_proxy_queue_full_waits", "osc_gpuic_proxy_validation_failures"};
-#define PROXY_PV_COUNT 5
+    "osc_gpuic_proxy_queue_full_waits", "osc_gpuic_proxy_validation_failures",
+    "osc_gpuic_proxy_busy_ns"};
+#define PROXY_PV_COUNT 6
 static MPI_T_pvar_session proxy_pv_session;
 static MPI_T_pvar_handle proxy_pv_handles[PROXY_PV_COUNT];
 static bool proxy_pv_found[PROXY_PV_COUNT];
@@ -900,6 +902,10 @@ int main(int argc, char **argv)
                 row(label, name, 8, rounds ? (double)entries / rounds : 0.0, "entries/round");
                 snprintf(name, sizeof(name), "msg_rate_%dx%d_full_waits", blocks, threads);
                 row(label, name, 8, (double)(pv1[3] - pv0[3]) / entries, "per entry");
+                snprintf(name, sizeof(name), "msg_rate_%dx%d_proxy_busy", blocks, threads);
+                row(label, name, 8, 100.0 * (double)(pv1[5] - pv0[5]) / (ms * 1e6), "%");
+                snprintf(name, sizeof(name), "msg_rate_%dx%d_ns_per_entry", blocks, threads);
+                row(label, name, 8, (double)(pv1[5] - pv0[5]) / entries, "ns busy");
                 if (pv1[4] != pv0[4]) {
                     snprintf(name, sizeof(name), "msg_rate_%dx%d_refused", blocks, threads);
                     row(label, name, 8, (double)(pv1[4] - pv0[4]), "entries");

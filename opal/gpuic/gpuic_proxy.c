@@ -401,6 +401,7 @@ void gpuic_proxy_stats(gpuic_proxy_t *proxy, gpuic_proxy_stats_t *stats)
     stats->rounds = __atomic_load_n(&proxy->stat_rounds, __ATOMIC_RELAXED);
     stats->sleeps = __atomic_load_n(&proxy->stat_sleeps, __ATOMIC_RELAXED);
     stats->merged = __atomic_load_n(&proxy->stat_merged, __ATOMIC_RELAXED);
+    stats->busy_ns = __atomic_load_n(&proxy->stat_busy_ns, __ATOMIC_RELAXED);
     stats->cpu_ns = 0;
     if (proxy->started && pthread_getcpuclockid(proxy->thread, &cid) == 0 &&
         clock_gettime(cid, &ts) == 0) {

@@ -136,6 +136,8 @@ typedef struct gpuic_proxy_stats {
     uint64_t sleeps;   /**< idle pauses taken */
     uint64_t merged;   /**< puts that went to UCX as part of another's (adjacent bytes) */
     uint64_t cpu_ns;   /**< CPU time the proxy thread has used (0 before it starts) */
+    uint64_t busy_ns;  /**< time the thread spent in rounds that found work (draining and
+                            executing entries), its idle polling left out */
 } gpuic_proxy_stats_t;
 
 /**

@@ -138,6 +138,7 @@ struct gpuic_proxy {
 
     uint64_t stat_wqes, stat_errors, stat_rounds, stat_sleeps; /* atomic (read by stats) */
     uint64_t stat_merged;                                      /* atomic (read by stats) */
+    uint64_t stat_busy_ns;                                     /* atomic (read by stats) */
 
     /* Puts held while a round drains (gpuic_proxy_merge.c), and the device allocation the
      * last merge looked up ([merge_lo, merge_hi); empty when lo == hi). */

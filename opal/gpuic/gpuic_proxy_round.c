@@ -8,6 +8,7 @@
 #include "gpuic_mem.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 #include "gpuic_log.h"
 #include "gpuic_proxy_internal.h"
@@ -71,6 +72,24 @@ static gpuic_proxy_round_t *gpuic_proxy_round_get(gpuic_proxy_t *proxy)
     GPUIC_TRACE_POINT(round_open, round);
     round->stamp = ++proxy->round_stamp;
     return round;
+}
+
+/* Now on the monotonic clock, in nanoseconds (the rounds' busy time). */
+static uint64_t gpuic_proxy_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Adds the time since @p t0 to the busy time (the proxy is its only writer). */
+static void gpuic_proxy_busy_add(gpuic_proxy_t *proxy, uint64_t t0)
+{
+    __atomic_store_n(&proxy->stat_busy_ns,
+                     __atomic_load_n(&proxy->stat_busy_ns, __ATOMIC_RELAXED) +
+                         (gpuic_proxy_now_ns() - t0),
+                     __ATOMIC_RELAXED);
 }
 
 int gpuic_proxy_grow(void **array, unsigned *cap, unsigned n, size_t elem_size)
@@ -179,7 +198,7 @@ unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
 {
     gpuic_proxy_round_t *round;
     unsigned consumed = 0;
-    uint64_t *limits;
+    uint64_t *limits, t0;
     gpuic_status_t status;
 
     if (proxy->nqueues == 0) {
@@ -196,6 +215,8 @@ unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
     if (!consumed) {
         return 0;
     }
+    /* the clock is read only in rounds with work: an idle pass stays as short as it was */
+    t0 = gpuic_proxy_now_ns();
     consumed = 0;
     round = gpuic_proxy_round_get(proxy);
     if (round == NULL) {
@@ -238,6 +259,7 @@ unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
     if (round->ntallies == 0 && round->ndones == 0) {
         round->next = proxy->free_rounds; /* only NOPs */
         proxy->free_rounds = round;
+        gpuic_proxy_busy_add(proxy, t0);
         return consumed;
     }
     __atomic_store_n(&proxy->stat_rounds,
@@ -256,6 +278,7 @@ unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
         proxy->fifo_head = round;
     }
     proxy->fifo_tail = round;
+    gpuic_proxy_busy_add(proxy, t0);
     return consumed;
 }
 

@@ -117,6 +117,11 @@ unsigned gpuic_ring_peek(gpuic_ring_t *ring, uint64_t published, gpuic_wqe_t *wq
         return 1;
     }
     nbb = gpuic_ring_claimed_bb(wqe, seq, published);
+    /* the blocks after the one asked for above, so that a lap of multi-block WQEs has every
+     * block asked for once, not one block per WQE */
+    for (unsigned b = 1; b < nbb; ++b) {
+        gpuic_ring_prefetch(ring, seq + b + GPUIC_RING_PREFETCH_BB);
+    }
     for (unsigned b = 1; b < nbb; ++b) {
         if (gpuic_ring_tagged_read(ring, seq + b, gpuic_ring_tag(seq + b, 1),
                                    wqe->bytes + b * GPUIC_WQE_BB_SIZE)) {

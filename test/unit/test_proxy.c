@@ -224,7 +224,7 @@ static void test_idle_cpu(unsigned max_sleep_us)
     gpuic_proxy_t *proxy;
     ring_producer_t rp;
     gpuic_proxy_queue_t q;
-    gpuic_proxy_stats_t s0, s1;
+    gpuic_proxy_stats_t s0, s1, s2;
     struct timespec settle = {0, 100000000};
     double t0, t1, pct;
     gpuic_wqe_t w;
@@ -265,6 +265,10 @@ static void test_idle_cpu(unsigned max_sleep_us)
     t1 = now_s();
     CHECK(got == seq + 1);
     printf("  WQE published to it while it slept -> completed in %.1f us\n", (t1 - t0) * 1e6);
+    /* the round that took it counts as busy time; the idle second before did not */
+    gpuic_proxy_stats(proxy, &s2);
+    CHECK(s1.busy_ns == s0.busy_ns);
+    CHECK(s2.busy_ns > s1.busy_ns);
     gpuic_proxy_destroy(proxy);
     ring_producer_destroy(&rp);
     gpuic_context_destroy(ctx);

@@ -94,7 +94,7 @@ static const struct {
  */
 enum { OMPI_OSC_GPUIC_PVAR_PROXY_WQES, OMPI_OSC_GPUIC_PVAR_PROXY_ERRORS,
        OMPI_OSC_GPUIC_PVAR_PROXY_ROUNDS, OMPI_OSC_GPUIC_PVAR_PROXY_SLEEPS,
-       OMPI_OSC_GPUIC_PVAR_PROXY_FULL_WAITS };
+       OMPI_OSC_GPUIC_PVAR_PROXY_FULL_WAITS, OMPI_OSC_GPUIC_PVAR_PROXY_BUSY_NS };
 
 static const struct {
     const char *name;
@@ -117,6 +117,9 @@ static const struct {
      "Device reservations that found a live window's device queue full and retried until the "
      "proxy completed entries and their results were read (back-pressure on the proxy path; "
      "read from device memory)"},
+    {"proxy_busy_ns", OMPI_OSC_GPUIC_PVAR_PROXY_BUSY_NS,
+     "Nanoseconds the proxy thread spent in rounds that found work (draining and executing "
+     "entries), its idle polling left out: against the elapsed time, how busy it was"},
 };
 
 static int ompi_osc_gpuic_proxy_pvar_get(const struct mca_base_pvar_t *pvar, void *value,
@@ -136,6 +139,7 @@ static int ompi_osc_gpuic_proxy_pvar_get(const struct mca_base_pvar_t *pvar, voi
     case OMPI_OSC_GPUIC_PVAR_PROXY_ERRORS:     *out = st.errors; break;
     case OMPI_OSC_GPUIC_PVAR_PROXY_ROUNDS:     *out = st.rounds; break;
     case OMPI_OSC_GPUIC_PVAR_PROXY_FULL_WAITS: *out = ompi_osc_gpuic_devqueue_full_waits(); break;
+    case OMPI_OSC_GPUIC_PVAR_PROXY_BUSY_NS:    *out = st.busy_ns; break;
     default:                                   *out = st.sleeps; break;
     }
     return OPAL_SUCCESS;
