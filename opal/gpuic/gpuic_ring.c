@@ -79,8 +79,10 @@ static int gpuic_ring_tagged_read(const gpuic_ring_t *ring, uint64_t seq, uint32
     return 1;
 }
 
-/* How far ahead of its read index the consumer of a tagged ring prefetches, in blocks. */
-#define GPUIC_RING_PREFETCH_BB 4
+/* How far ahead of its read index the consumer of a tagged ring prefetches, in blocks: eight
+ * two-block entries, so that a block a GPU wrote (a miss to memory) is asked for several
+ * entries' work before it is read. */
+#define GPUIC_RING_PREFETCH_BB 16
 
 /* Prefetches the tagged block at @p seq (both of its cache lines) for reading. */
 static inline void gpuic_ring_prefetch(const gpuic_ring_t *ring, uint64_t seq)
