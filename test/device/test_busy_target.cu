@@ -61,6 +61,9 @@ static void run(MPI_Win win, int *mem, int gpu, const char *what)
         busy<<<1, 1, 0, s>>>((uint64_t)(BUSY_S * 1e9), done);
     }
     MPI_Barrier(MPI_COMM_WORLD); /* the kernel is launched: rank 0 makes no MPI call now */
+    /* where each rank is, on stderr (unbuffered): a run killed at the harness's limit shows
+     * which step it stopped in */
+    fprintf(stderr, "[rank %d] %s: busy phase begins\n", rank, what);
     if (rank == 0) {
         CUDA_CHECK(cudaStreamSynchronize(s));
         busy_end = busy_now_s();
@@ -72,6 +75,7 @@ static void run(MPI_Win win, int *mem, int gpu, const char *what)
         usleep(200000); /* well inside rank 0's wait */
         end = busy_origin_calls(win, rank, nranks, what);
     }
+    fprintf(stderr, "[rank %d] %s: busy phase done\n", rank, what);
     MPI_Gather(&end, 1, MPI_DOUBLE, ends, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         int *host = (int *)malloc(BUSY_INTS * sizeof(int));
