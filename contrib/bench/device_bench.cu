@@ -116,7 +116,8 @@ static void row(const char *component, const char *measure, size_t size, double 
 
 /* The proxy thread's MPI_T counters (this process's), read around each message-rate kernel on
  * the proxy path: entries it consumed, rounds that found work, idle pauses, reservations that
- * found the queue full, entries it refused, and its time in rounds.  Where MPI_T does not list one, it reads as 0. */
+ * found the queue full, entries it refused, and its time in rounds.  Where MPI_T does not list
+ * one, it reads as 0. */
 static const char *const proxy_pv_names[] = {
     "osc_gpuic_proxy_descriptors", "osc_gpuic_proxy_rounds", "osc_gpuic_proxy_sleeps",
     "osc_gpuic_proxy_queue_full_waits", "osc_gpuic_proxy_validation_failures",

@@ -249,6 +249,7 @@ int main(int argc, char **argv)
         unsigned nbb;
 
         gpuic_proxy_stats_t s0, s1;
+        uint64_t rounds;
 
         base = (uint64_t)(uintptr_t)px.target;
         memset(data, 0x5a, sizeof(data));
@@ -266,13 +267,14 @@ int main(int argc, char **argv)
         proxy_flush();
         t1 = now_ns();
         gpuic_proxy_stats(proxy, &s1);
+        rounds = s1.rounds > s0.rounds ? s1.rounds - s0.rounds : 1;
         printf("PUT8_MULTI: %u entries of %u 8-byte puts: %.2f M puts/s (end to end); proxy "
                "busy %.0f%% of it, %.0f ns an entry, %.1f entries a round\n", n,
                (unsigned)GPUIC_WQE_PUT8_MAX,
                (double)n * GPUIC_WQE_PUT8_MAX / ((double)(t1 - t0) * 1e-9) / 1e6,
                100.0 * (double)(s1.busy_ns - s0.busy_ns) / (double)(t1 - t0),
                (double)(s1.busy_ns - s0.busy_ns) / n,
-               (double)(s1.wqes - s0.wqes) / (double)(s1.rounds - s0.rounds + (s1.rounds == s0.rounds)));
+               (double)(s1.wqes - s0.wqes) / (double)rounds);
     }
 
     /* one entry at a time, back to back and 3 us apart: entry written -> completion index, and

@@ -8,7 +8,6 @@
 #include "gpuic_mem.h"
 
 #include <stdlib.h>
-#include <time.h>
 
 #include "gpuic_log.h"
 #include "gpuic_proxy_internal.h"
@@ -74,21 +73,12 @@ static gpuic_proxy_round_t *gpuic_proxy_round_get(gpuic_proxy_t *proxy)
     return round;
 }
 
-/* Now on the monotonic clock, in nanoseconds (the rounds' busy time). */
-static uint64_t gpuic_proxy_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Adds the time since @p t0 to the busy time (the proxy is its only writer). */
 static void gpuic_proxy_busy_add(gpuic_proxy_t *proxy, uint64_t t0)
 {
     __atomic_store_n(&proxy->stat_busy_ns,
                      __atomic_load_n(&proxy->stat_busy_ns, __ATOMIC_RELAXED) +
-                         (gpuic_proxy_now_ns() - t0),
+                         (gpuic_context_now_ns() - t0),
                      __ATOMIC_RELAXED);
 }
 
@@ -216,7 +206,7 @@ unsigned gpuic_proxy_round(gpuic_proxy_t *proxy)
         return 0;
     }
     /* the clock is read only in rounds with work: an idle pass stays as short as it was */
-    t0 = gpuic_proxy_now_ns();
+    t0 = gpuic_context_now_ns();
     consumed = 0;
     round = gpuic_proxy_round_get(proxy);
     if (round == NULL) {

@@ -104,9 +104,10 @@ static inline GPUIC_HOST_DEVICE uint64_t gpuic_ring_ack_word(uint64_t seq)
  * The completion word of a consumer that reports failures to its producers
  * (gpuic_proxy_queue_t.failed): the completion index in its low GPUIC_RING_DONE_INDEX_BITS
  * bits, and above them how many failure reports the consumer made (one per target of a round
- * that completed WQEs to it with an error; saturating at GPUIC_RING_DONE_FAILURES_MAX).  A producer that reads the index for a wait learns in the
- * same load whether it must look for failures.  Both parts only grow, so the word does too
- * (while the index stays below 2^48), and a maximum of words producers have seen is a word.
+ * that completed WQEs to it with an error; saturating at GPUIC_RING_DONE_FAILURES_MAX).  A
+ * producer that reads the index for a wait learns in the same load whether it must look for
+ * failures.  Both parts only grow, so the word does too (while the index stays below 2^48),
+ * and a maximum of words producers have seen is a word.
  */
 #define GPUIC_RING_DONE_INDEX_BITS 48
 #define GPUIC_RING_DONE_FAILURES_MAX 0xffffu
