@@ -40,7 +40,7 @@ static const char *const win_label[NWIN] = {"A", "B", "H"};
 enum call_kind {
     CALL_PUT, CALL_PUT_WARP, CALL_PUT_BLOCK, CALL_GET, CALL_GET_WARP, CALL_ACC, CALL_ACC_BLOCK,
     CALL_FOP, CALL_FAA, CALL_CAS, CALL_PUT_SIGNAL, CALL_SIGNAL_WAIT, CALL_FLUSH,
-    CALL_FLUSH_LOCAL, CALL_FLUSH_ALL, CALL_TARGET, CALL_PUT_TARGET
+    CALL_FLUSH_LOCAL, CALL_FLUSH_ALL, CALL_TARGET, CALL_PUT_TARGET, CALL_PUT_LOOP, CALL_GET_LOOP
 };
 
 static const char *const call_name[] = {
@@ -49,7 +49,12 @@ static const char *const call_name[] = {
     "MPIX_Fetch_and_op_device", "MPIX_Fetch_and_add_device", "MPIX_Compare_and_swap_device",
     "MPIX_Put_signal_device", "MPIX_Signal_wait_until_device", "MPIX_Win_flush_device",
     "MPIX_Win_flush_local_device", "MPIX_Win_flush_all_device", "MPIX_Win_target_device",
-    "MPIX_Put_target_device"};
+    "MPIX_Put_target_device", "MPIX_Put_device, 64 in a loop", "MPIX_Get_device, 64 in a loop"};
+
+/* Calls a loop case makes: in a loop the compiler may load the target's description entry
+ * once, ahead of the loop and of the checks (MPIX_GPUIC_LDG), which must stay harmless for
+ * any rank and handle. */
+#define LOOP_CALLS 64
 
 /* Which handle the call gets: the window's own, NULL, or a copy whose magic is corrupted. */
 enum { H_OWN, H_NULL, H_CORRUPT };
@@ -120,6 +125,10 @@ static const dcase_t cases[] = {
      MPI_ERR_RANK},
     {"rank = number of ranks", CALL_FLUSH_LOCAL, WIN_A, H_OWN, T_NRANKS, 0, 0, 0, 0, 0, 0, 0, 0,
      MPI_ERR_RANK},
+    {"rank INT_MAX", CALL_GET_LOOP, WIN_A, H_OWN, T_LITERAL, INT_MAX, 0, 8, 0, 0, 0, 0, 0,
+     MPI_ERR_RANK},
+    {"rank INT_MIN", CALL_PUT_LOOP, WIN_A, H_OWN, T_LITERAL, INT_MIN, 0, 8, 0, 0, 0, 0, 0,
+     MPI_ERR_RANK},
     {"rank -1, resolved target", CALL_TARGET, WIN_A, H_OWN, T_LITERAL, -1, 0, 0, 0, 0, 0, 0, 0,
      MPI_ERR_RANK},
     {"fetch-and-add at disp 4 (not 8-aligned)", CALL_FAA, WIN_A, H_OWN, T_RIGHT, 0, 4, 0, 0, 0,
@@ -150,6 +159,9 @@ static const dcase_t cases[] = {
      MPIX_DEVICE_SUM, 0, 0, MPI_ERR_WIN},
     {"NULL handle", CALL_SIGNAL_WAIT, WIN_A, H_NULL, T_SELF, 0, 0, 0, 0, 0, 0, 0,
      MPIX_DEVICE_CMP_EQ, MPI_ERR_WIN},
+    {"NULL handle", CALL_GET_LOOP, WIN_A, H_NULL, T_RIGHT, 0, 0, 8, 0, 0, 0, 0, 0, MPI_ERR_WIN},
+    {"handle with a corrupted magic", CALL_PUT_LOOP, WIN_A, H_CORRUPT, T_RIGHT, 0, 0, 8, 0, 0, 0,
+     0, 0, MPI_ERR_WIN},
     {"NULL handle", CALL_FLUSH_ALL, WIN_A, H_NULL, T_RIGHT, 0, 0, 0, 0, 0, 0, 0, 0, MPI_ERR_WIN},
     {"NULL handle", CALL_TARGET, WIN_A, H_NULL, T_RIGHT, 0, 0, 0, 0, 0, 0, 0, 0, MPI_ERR_WIN},
     {"target resolved on window B used for an access valid in A but past B's end", CALL_PUT_TARGET,
@@ -235,6 +247,16 @@ __global__ void k_call(dargs_t a, int *rc)
         case CALL_PUT_TARGET:
             r = MPIX_Win_target_device(a.h, a.target, &t);
             if (r == MPI_SUCCESS) r = MPIX_Put_target_device(&t, a.origin, a.bytes, a.disp);
+            break;
+        case CALL_PUT_LOOP:
+        case CALL_GET_LOOP:
+            /* every call must return the same class (-2 when one differs) */
+            for (int i = 0; i < LOOP_CALLS; ++i) {
+                int ri = a.call == CALL_PUT_LOOP
+                             ? MPIX_Put_device(a.origin, a.bytes, a.target, a.disp, a.h)
+                             : MPIX_Get_device(a.result, a.bytes, a.target, a.disp, a.h);
+                r = i == 0 || ri == r ? ri : -2;
+            }
             break;
         default: break;
         }
