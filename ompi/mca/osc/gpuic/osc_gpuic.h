@@ -259,6 +259,9 @@ typedef struct ompi_osc_gpuic_module {
     uint64_t                   ucx_flushed;     /**< ...covered by a completed flush_all */
     bool                       cma_small_any;   /**< some peer's cma_small is not 0 */
     bool                       cma_pend_any;    /**< some peer has gathered copies pending */
+    /** The first error of moving gathered copies outside a completion point
+     *  (ompi_osc_gpuic_cma_pend_settle()): the window's next completion point returns it. */
+    int                        cma_pend_rc;
     opal_mutex_t               dyn_lock;        /**< guards the peers' dynamic-region caches */
     /** Region arrays replaced by a refresh; kept until free so that a region found by one
      *  thread stays valid while another thread refreshes (MPI_THREAD_MULTIPLE only: otherwise
@@ -354,6 +357,8 @@ typedef struct ompi_osc_gpuic_component {
     /** Windows alive whose peers reach some of this process's memory through UCX (not every
      *  peer mapped, or dynamic): ompi_osc_gpuic_progress_poll() serves them. */
     int               progress_windows;
+    /** Windows whose cma_pend_any is set: ompi_osc_gpuic_cma_pend_settle() has work. */
+    int               cma_pend_windows;
     ompi_osc_gpuic_module_t *windows; /**< live windows, released at finalize if never freed */
     int               next_id;
     /* The proxy thread that executes device-posted work-queue entries, with a context and
@@ -717,6 +722,24 @@ int ompi_osc_gpuic_cma_pend_add(ompi_osc_gpuic_module_t *module, int target, boo
 int ompi_osc_gpuic_cma_pend_issue(ompi_osc_gpuic_module_t *module, int target, bool gets_only);
 /** ompi_osc_gpuic_cma_pend_issue() for every peer. */
 int ompi_osc_gpuic_cma_pend_issue_all(ompi_osc_gpuic_module_t *module);
+/**
+ * Moves the gathered copies of every window of this process, so that none waits past the
+ * origin's next MPI call that is not another put or get: called by the accumulates and
+ * atomics, MPI_Win_sync, the local flushes and MPI's progress (MPI_Test, MPI_Iprobe, ...).
+ * Programs signal with those after unflushed puts (an atomic on another window that releases
+ * a lock, a poll of their own window) and expect the puts to land; one load when nothing is
+ * gathered.  @p may_wait false (the progress callback): skipped when another thread holds
+ * the window list.  A failure is kept for the window's next completion point.
+ */
+void ompi_osc_gpuic_cma_pend_settle_all(bool may_wait);
+static inline void ompi_osc_gpuic_cma_pend_settle(bool may_wait)
+{
+    if (__atomic_load_n(&mca_osc_gpuic_component.cma_pend_windows, __ATOMIC_RELAXED) > 0) {
+        ompi_osc_gpuic_cma_pend_settle_all(may_wait);
+    }
+}
+/** Marks @p module as having nothing gathered (its window leaves the list). */
+void ompi_osc_gpuic_cma_pend_forget(ompi_osc_gpuic_module_t *module);
 /** Frees the gatherings (window destruction: completed before by the window's last flush). */
 void ompi_osc_gpuic_cma_pend_free(ompi_osc_gpuic_module_t *module);
 /** Counts a UCX operation issued: an atomic read-modify-write only where another thread may

@@ -737,6 +737,8 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
+    /* earlier puts land first: an atomic often tells a peer they are there */
+    ompi_osc_gpuic_cma_pend_settle(true);
     ompi_osc_gpuic_acc_init(&acc, module, target, op);
     /* Whether there is an origin or a result is told by the op and the result datatype, not
      * by the addresses: MPI_BOTTOM (NULL) with absolute datatypes is a valid buffer. */
@@ -969,6 +971,7 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
+    ompi_osc_gpuic_cma_pend_settle(true); /* as in ompi_osc_gpuic_acc_run() */
     rc = ompi_osc_gpuic_check_range(module, target, target_disp, 1, dt, &raddr, &region);
     if (rc != OMPI_SUCCESS) {
         return rc;

@@ -8,7 +8,8 @@
  * A put's bytes are staged here when it is called (its origin buffer is free on return, as
  * with a copy made at once); a get's destination is the caller's buffer, written at the
  * completion point (MPI leaves it undefined until then).  Request-based calls do not gather:
- * their request completes when the call returns.
+ * their request completes when the call returns.  Nothing waits past the origin's next MPI call
+ * that is not another put or get (ompi_osc_gpuic_cma_pend_settle()).
  */
 #include "ompi_config.h"
 
@@ -131,15 +132,28 @@ int ompi_osc_gpuic_cma_pend_add(ompi_osc_gpuic_module_t *module, int target, boo
         d->rkey[d->n] = rkey;
         d->n++;
         __atomic_store_n(&p->n, p->n + 1, __ATOMIC_RELEASE);
-        if (!__atomic_load_n(&module->cma_pend_any, __ATOMIC_RELAXED)) {
-            __atomic_store_n(&module->cma_pend_any, true, __ATOMIC_RELEASE);
+        if (!__atomic_load_n(&module->cma_pend_any, __ATOMIC_RELAXED) &&
+            !__atomic_exchange_n(&module->cma_pend_any, true, __ATOMIC_ACQ_REL)) {
+            __atomic_fetch_add(&mca_osc_gpuic_component.cma_pend_windows, 1, __ATOMIC_RELEASE);
         }
     }
     OPAL_THREAD_UNLOCK(&p->lock);
     return rc;
 }
 
-int ompi_osc_gpuic_cma_pend_issue(ompi_osc_gpuic_module_t *module, int target, bool gets_only)
+/* The error a settle outside a completion point kept for the window (cleared: it is reported
+ * once). */
+static int ompi_osc_gpuic_cma_pend_kept(ompi_osc_gpuic_module_t *module)
+{
+    if (__atomic_load_n(&module->cma_pend_rc, __ATOMIC_RELAXED) == OMPI_SUCCESS) {
+        return OMPI_SUCCESS;
+    }
+    return __atomic_exchange_n(&module->cma_pend_rc, OMPI_SUCCESS, __ATOMIC_ACQ_REL);
+}
+
+/* ompi_osc_gpuic_cma_pend_issue() without the kept error. */
+static int ompi_osc_gpuic_cma_pend_move(ompi_osc_gpuic_module_t *module, int target,
+                                        bool gets_only)
 {
     ompi_osc_gpuic_cma_pend_t *p = __atomic_load_n(&module->peers[target].cma_pend,
                                                    __ATOMIC_ACQUIRE);
@@ -154,26 +168,75 @@ int ompi_osc_gpuic_cma_pend_issue(ompi_osc_gpuic_module_t *module, int target, b
     return rc;
 }
 
-int ompi_osc_gpuic_cma_pend_issue_all(ompi_osc_gpuic_module_t *module)
+/* Every peer's gathered copies; cma_pend_any is cleared first (a piece gathered meanwhile
+ * sets it again). */
+static int ompi_osc_gpuic_cma_pend_move_all(ompi_osc_gpuic_module_t *module)
 {
     int n = ompi_comm_size(module->comm), i, rc = OMPI_SUCCESS, rc_one;
 
     if (!__atomic_load_n(&module->cma_pend_any, __ATOMIC_ACQUIRE)) {
         return OMPI_SUCCESS;
     }
-    /* cleared first: a piece gathered meanwhile sets it again */
-    __atomic_store_n(&module->cma_pend_any, false, __ATOMIC_RELEASE);
+    ompi_osc_gpuic_cma_pend_forget(module);
     for (i = 0; i < n; ++i) {
-        rc_one = ompi_osc_gpuic_cma_pend_issue(module, i, false);
+        rc_one = ompi_osc_gpuic_cma_pend_move(module, i, false);
         rc = rc != OMPI_SUCCESS ? rc : rc_one;
     }
     return rc;
+}
+
+int ompi_osc_gpuic_cma_pend_issue(ompi_osc_gpuic_module_t *module, int target, bool gets_only)
+{
+    int rc = ompi_osc_gpuic_cma_pend_move(module, target, gets_only);
+    int kept = ompi_osc_gpuic_cma_pend_kept(module);
+
+    return rc != OMPI_SUCCESS ? rc : kept;
+}
+
+int ompi_osc_gpuic_cma_pend_issue_all(ompi_osc_gpuic_module_t *module)
+{
+    int rc = ompi_osc_gpuic_cma_pend_move_all(module);
+    int kept = ompi_osc_gpuic_cma_pend_kept(module);
+
+    return rc != OMPI_SUCCESS ? rc : kept;
+}
+
+void ompi_osc_gpuic_cma_pend_forget(ompi_osc_gpuic_module_t *module)
+{
+    if (__atomic_exchange_n(&module->cma_pend_any, false, __ATOMIC_ACQ_REL)) {
+        __atomic_fetch_sub(&mca_osc_gpuic_component.cma_pend_windows, 1, __ATOMIC_RELEASE);
+    }
+}
+
+void ompi_osc_gpuic_cma_pend_settle_all(bool may_wait)
+{
+    ompi_osc_gpuic_component_t *c = &mca_osc_gpuic_component;
+    ompi_osc_gpuic_module_t *m;
+
+    /* The window list's lock: a window is not freed while its copies move.  Progress may be
+     * called with it held (by this thread, too): it then passes. */
+    if (may_wait) {
+        opal_mutex_lock(&c->lock);
+    } else if (opal_mutex_trylock(&c->lock) != 0) {
+        return;
+    }
+    for (m = c->windows; m != NULL; m = m->next) {
+        int rc = ompi_osc_gpuic_cma_pend_move_all(m), ok = OMPI_SUCCESS;
+
+        if (rc != OMPI_SUCCESS) {
+            /* the first one is kept */
+            __atomic_compare_exchange_n(&m->cma_pend_rc, &ok, rc, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE);
+        }
+    }
+    opal_mutex_unlock(&c->lock);
 }
 
 void ompi_osc_gpuic_cma_pend_free(ompi_osc_gpuic_module_t *module)
 {
     int n = ompi_comm_size(module->comm), i;
 
+    ompi_osc_gpuic_cma_pend_forget(module);
     for (i = 0; i < n; ++i) {
         ompi_osc_gpuic_cma_pend_t *p = module->peers[i].cma_pend;
 

@@ -503,6 +503,9 @@ int ompi_osc_gpuic_peer_first_off_node(ompi_osc_gpuic_module_t *module)
 
 static int ompi_osc_gpuic_progress(void)
 {
+    /* Puts and gets gathered before a program waits in MPI (MPI_Test, MPI_Iprobe, a receive)
+     * move now. */
+    ompi_osc_gpuic_cma_pend_settle(false);
     /* Registered only while windows exist, and the context outlives every window; this
      * progresses its serving worker too. */
     return (int)gpuic_context_progress(mca_osc_gpuic_component.ctx);

@@ -472,7 +472,8 @@ int ompi_osc_gpuic_sync(struct ompi_win_t *win)
 {
     /* The window is in the unified model: a full memory barrier orders this process's direct
      * loads and stores against everything else.  Programs poll with it: peers' messages are
-     * served too. */
+     * served too, and this process's gathered puts move. */
+    ompi_osc_gpuic_cma_pend_settle(true);
     opal_atomic_mb();
     ompi_osc_gpuic_progress_poll();
     return OMPI_SUCCESS;
@@ -533,6 +534,9 @@ int ompi_osc_gpuic_flush_local(int target, struct ompi_win_t *win)
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
+    /* gathered puts are complete locally once staged, but a program that calls this after a
+     * put (OpenSHMEM's shmem_p over MPI) expects it on its way */
+    ompi_osc_gpuic_cma_pend_settle(true);
     return ompi_osc_gpuic_sync_result(module, ompi_osc_gpuic_peer_flush_local(module, target));
 }
 
@@ -541,6 +545,9 @@ int ompi_osc_gpuic_flush_local_all(struct ompi_win_t *win)
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
     int n = ompi_comm_size(module->comm), i, rc = ompi_osc_gpuic_check_flush_all(module);
 
+    if (rc == OMPI_SUCCESS) {
+        ompi_osc_gpuic_cma_pend_settle(true); /* as ompi_osc_gpuic_flush_local() */
+    }
     for (i = 0; i < n && rc == OMPI_SUCCESS; ++i) {
         rc = ompi_osc_gpuic_peer_flush_local(module, i);
     }
