@@ -28,8 +28,7 @@ Generated from the output of `test/device/test_device_bad_input.cu` (2 ranks, on
 Three windows are exposed in the middle of larger allocations: A (device memory, displacement
 unit 1, 4096 bytes), B (device memory, displacement unit 8, 1024 bytes) and H (host memory,
 4096 bytes).  Each case makes one device call from every rank towards the next one (the
-`_warp` and `_block` variants from a whole warp or block, which all get the same class; the
-cases "64 in a loop" the same call 64 times in a loop, each returning the class).
+`_warp` and `_block` variants from a whole warp or block, which all get the same class).
 *got* is the class the call returned, then what `MPI_Win_flush_all` on each window reported
 next: "reported once" means the call's window returned that class and the next flush was clean,
 "clean" that no window reported anything.  *data untouched* means that every window and the 256

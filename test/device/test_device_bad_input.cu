@@ -51,9 +51,9 @@ static const char *const call_name[] = {
     "MPIX_Win_flush_local_device", "MPIX_Win_flush_all_device", "MPIX_Win_target_device",
     "MPIX_Put_target_device", "MPIX_Put_device, 64 in a loop", "MPIX_Get_device, 64 in a loop"};
 
-/* Calls a loop case makes: a loop is where the compiler may move the loads of the target's
- * description entry ahead of the calls and their checks, which must stay harmless for any rank
- * and handle. */
+/* Calls a loop case makes: in a loop the compiler may load the target's description entry
+ * once, ahead of the loop and of the checks (MPIX_GPUIC_LDG), which must stay harmless for
+ * any rank and handle. */
 #define LOOP_CALLS 64
 
 /* Which handle the call gets: the window's own, NULL, or a copy whose magic is corrupted. */

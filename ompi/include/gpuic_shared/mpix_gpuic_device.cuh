@@ -815,20 +815,22 @@ __device__ static inline int gpuic_dev_check_target(MPIX_Win_device win, int tar
 __device__ static inline int MPIX_Win_flush_device(int target, MPIX_Win_device win)
 {
     int rc = gpuic_dev_check_target(win, target);
+    /* the path is loaded with the flags, before the fence: a load after an acquire fence
+     * misses the L1 and would put a cache round trip on every P2P flush (after a call to the
+     * same target, or in a loop, the compiler may share or hoist it: gpuic_dev_peer_load) */
+    MPIX_Gpuic_device_peer e = gpuic_dev_peer_load(win, target, rc);
+    int32_t path = e.path;
+    uint32_t flags = e.flags;
 
     if (rc != MPI_SUCCESS) {
         return rc;
     }
     /* a window without a device queue has no proxy-path target; when all its processes
-     * share this GPU, the handle's value says all the flush needs (no load) */
+     * share this GPU, the handle's value says all the flush needs */
     if (win.queue == NULL && (win.flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0) {
         gpuic_dev_fence_data_to_peer(true);
         return MPI_SUCCESS;
     }
-    /* the path is loaded with the flags, before the fence: a load after an acquire fence
-     * misses the L1 and would put a cache round trip on every P2P flush */
-    int32_t path = __ldg(&win.desc->peers[target].path);
-    uint32_t flags = __ldg(&win.desc->peers[target].flags);
 
     if (path == MPIX_GPUIC_DEVICE_PATH_PROXY && win.queue != NULL) {
         /* the two loads above hold all a flush needs of the target: no second round of loads
@@ -917,11 +919,12 @@ __device__ static inline int MPIX_Put_signal_device_warp(const void *origin, siz
 {
     char *dst, *sig;
     int rc = gpuic_dev_resolve_signal(win, target, disp, bytes, sig_disp, &dst, &sig);
+    MPIX_Gpuic_device_peer e = gpuic_dev_peer_load(win, target, rc); /* shares resolve's */
 
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    if (__ldg(&win.desc->peers[target].path) == MPIX_GPUIC_DEVICE_PATH_PROXY) {
+    if (e.path == MPIX_GPUIC_DEVICE_PATH_PROXY) {
         if (gpuic_dev_lane() == 0) {
             rc = MPIX_Put_signal_device(origin, bytes, target, disp, sig_disp, value, sig_op,
                                         win);
@@ -932,8 +935,7 @@ __device__ static inline int MPIX_Put_signal_device_warp(const void *origin, siz
     gpuic_dev_copy_team<GPUIC_DEV_PUT_UNROLL>(dst, (const char *)origin, bytes, gpuic_dev_lane(),
                                               32);
     /* every lane's stores ordered before lane 0's signal */
-    gpuic_dev_fence_data_to_peer(__ldg(&win.desc->peers[target].flags) &
-                                 MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
+    gpuic_dev_fence_data_to_peer(e.flags & MPIX_GPUIC_DEVICE_PEER_SAME_GPU);
     __syncwarp();
     if (gpuic_dev_lane() == 0) {
         gpuic_dev_signal_release(gpuic_dev_all_same_gpu(win), sig, value,
@@ -1144,7 +1146,7 @@ __device__ static inline int gpuic_dev_acc_prepare(int count, MPIX_Device_type t
 __device__ static inline bool gpuic_dev_acc_proxied(MPIX_Win_device win, int target,
                                                     MPIX_Device_target *t)
 {
-    if (__ldg(&win.desc->peers[target].path) != MPIX_GPUIC_DEVICE_PATH_PROXY) {
+    if (gpuic_dev_peer_load(win, target, MPI_SUCCESS).path != MPIX_GPUIC_DEVICE_PATH_PROXY) {
         return false;
     }
     gpuic_dev_target_resolve(win, target, t);

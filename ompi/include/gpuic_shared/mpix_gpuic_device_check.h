@@ -34,16 +34,6 @@ extern "C" {
 #define MPIX_GPUIC_HOST_DEVICE
 #endif
 
-/*
- * Loads a field of the window's description, which is read-only while device code runs: the
- * read-only data cache in device code, a plain load on the host.
- */
-#ifdef __CUDA_ARCH__
-#define MPIX_GPUIC_LDG(p) __ldg(p)
-#else
-#define MPIX_GPUIC_LDG(p) (*(p))
-#endif
-
 /**
  * One target of a window, resolved once: what device calls on it need, in registers.  Hot
  * loops resolve a target with MPIX_Win_target_device() and then call the *_target_device
@@ -89,6 +79,66 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_check_rank(MPIX_Win_device wi
     return MPI_SUCCESS;
 }
 
+/*
+ * A copy of the description entry of @p target, whose checks (gpuic_dev_check_rank()) returned
+ * @p rc: win.desc->peers[target] when they passed, else an entry of zeros (no memory).  The
+ * description is written once, when the window is created, and is read-only while device code
+ * may use it, so a load made earlier or once for many calls reads what each call would.
+ *
+ * In device code the entry is loaded by one instruction sequence that repeats the checks on the
+ * handle's value and the rank and loads only when they pass.  The compiler sees a pure function
+ * of those values: it may share it between calls and hoist it out of loops and above the calls'
+ * own checks (a call by rank in a loop then loads its target's entry once, as a resolved target
+ * does), and it stays harmless for any rank and handle.  A choice the compiler could see
+ * through (rc == MPI_SUCCESS ? entry : zeros) would not: wherever an earlier check of the same
+ * target passed, it may drop the choice and then move the bare load above that check.  (Every
+ * operand is a register the caller computes: a constant operand, such as the address of a
+ * global, keeps the compiler from hoisting the sequence.)
+ */
+static inline MPIX_GPUIC_HOST_DEVICE MPIX_Gpuic_device_peer
+gpuic_dev_peer_load(MPIX_Win_device win, int target, int rc)
+{
+#ifdef __CUDA_ARCH__
+    MPIX_Gpuic_device_peer e;
+
+    static_assert(offsetof(MPIX_Gpuic_device_peer, size) == 8 &&
+                      offsetof(MPIX_Gpuic_device_peer, disp_unit) == 16 &&
+                      offsetof(MPIX_Gpuic_device_peer, path) == 20 &&
+                      offsetof(MPIX_Gpuic_device_peer, flags) == 24 &&
+                      offsetof(MPIX_Gpuic_device_peer, key) == 28,
+                  "the loads below follow the entry's layout");
+    static_assert(MPIX_GPUIC_DEVICE_MAGIC == 0x6770756964657603ULL,
+                  "the magic below is MPIX_GPUIC_DEVICE_MAGIC");
+    (void)rc;
+    asm("{\n\t"
+        ".reg .pred ok;\n\t"
+        "setp.ne.u64 ok, %7, 0;\n\t"
+        "setp.eq.and.u64 ok, %8, 0x6770756964657603, ok;\n\t"
+        "setp.ge.and.s32 ok, %9, 0, ok;\n\t"
+        "setp.lt.and.s32 ok, %9, %10, ok;\n\t"
+        "mov.u64 %0, 0;\n\t"
+        "mov.u64 %1, 0;\n\t"
+        "mov.u32 %2, 0;\n\t"
+        "mov.u32 %3, 0;\n\t"
+        "mov.u32 %4, 0;\n\t"
+        "mov.u32 %5, 0;\n\t"
+        "@ok ld.global.nc.u64 %0, [%6];\n\t"
+        "@ok ld.global.nc.u64 %1, [%6+8];\n\t"
+        "@ok ld.global.nc.v2.s32 {%2, %3}, [%6+16];\n\t"
+        "@ok ld.global.nc.v2.u32 {%4, %5}, [%6+24];\n\t"
+        "}"
+        : "=&l"(e.base), "=&l"(e.size), "=&r"(e.disp_unit), "=&r"(e.path), "=&r"(e.flags),
+          "=&r"(e.key)
+        : "l"(&win.desc->peers[target]), "l"(win.desc), "l"(win.magic), "r"(target),
+          "r"(win.nranks));
+    return e;
+#else
+    static const MPIX_Gpuic_device_peer none = {0, 0, 0, 0, 0, 0};
+
+    return rc == MPI_SUCCESS ? win.desc->peers[target] : none;
+#endif
+}
+
 /**
  * Resolves @p target of @p win into *t and returns t->status: MPI_SUCCESS, MPI_ERR_WIN (t->desc
  * is then NULL), MPI_ERR_RANK, MPI_ERR_RMA_RANGE (the target exposes no memory) or
@@ -98,9 +148,12 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_Win_devic
                                                                   int target,
                                                                   MPIX_Device_target *t)
 {
-    const MPIX_Gpuic_device_peer *peer;
     int rc = gpuic_dev_check_rank(win, target);
-    int32_t path;
+    /* Every field of the entry is loaded at once, before any branch (the loads are in flight
+     * together: one trip to the cache, not one per branch; where the target does not change,
+     * the compiler may load them once for a whole loop): the rest comes with the handle's
+     * value. */
+    MPIX_Gpuic_device_peer e = gpuic_dev_peer_load(win, target, rc);
 
     t->desc = rc == MPI_ERR_WIN ? NULL : win.desc;
     t->rank = target;
@@ -117,21 +170,16 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_Win_devic
         t->loads = false;
         return t->status = rc;
     }
-    /* Every field the P2P path needs is loaded at once, ahead of any branch (the loads are
-     * in flight together: one trip to the cache, not one per branch), and the P2P path
-     * loads nothing else: the rest comes with the handle's value. */
-    peer = &win.desc->peers[target];
-    path = MPIX_GPUIC_LDG(&peer->path);
-    t->size = MPIX_GPUIC_LDG(&peer->size);
-    t->base = (char *)(uintptr_t)MPIX_GPUIC_LDG(&peer->base);
-    t->disp_unit = MPIX_GPUIC_LDG(&peer->disp_unit);
+    t->size = e.size;
+    t->base = (char *)(uintptr_t)e.base;
+    t->disp_unit = e.disp_unit;
     t->same_gpu = (win.flags & MPIX_GPUIC_DEVICE_WIN_ALL_SAME_GPU) != 0;
     t->atomics_p2p = true;
     t->loads = true;
-    if (path == MPIX_GPUIC_DEVICE_PATH_P2P) {
+    if (e.path == MPIX_GPUIC_DEVICE_PATH_P2P) {
         return t->status = MPI_SUCCESS;
     }
-    if (path == MPIX_GPUIC_DEVICE_PATH_PROXY) {
+    if (e.path == MPIX_GPUIC_DEVICE_PATH_PROXY) {
         t->queue = win.queue;
     }
     if (t->queue == NULL) {
@@ -142,15 +190,11 @@ static inline MPIX_GPUIC_HOST_DEVICE int gpuic_dev_target_resolve(MPIX_Win_devic
         t->loads = false;
         return t->status = t->size == 0 ? MPI_ERR_RMA_RANGE : MPI_ERR_UNSUPPORTED_OPERATION;
     }
-    {
-        uint32_t flags = MPIX_GPUIC_LDG(&peer->flags);
-
-        t->proxy = true;
-        t->atomics_p2p = (flags & MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P) != 0;
-        t->loads = (flags & MPIX_GPUIC_DEVICE_PEER_LOADS) != 0;
-        t->mapped = (flags & MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED) != 0;
-        t->key = MPIX_GPUIC_LDG(&peer->key);
-    }
+    t->proxy = true;
+    t->atomics_p2p = (e.flags & MPIX_GPUIC_DEVICE_PEER_ATOMICS_P2P) != 0;
+    t->loads = (e.flags & MPIX_GPUIC_DEVICE_PEER_LOADS) != 0;
+    t->mapped = (e.flags & MPIX_GPUIC_DEVICE_PEER_PROXY_MAPPED) != 0;
+    t->key = e.key;
     return t->status = MPI_SUCCESS;
 }
 
