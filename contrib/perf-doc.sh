@@ -9,7 +9,7 @@
 # Usage: contrib/perf-doc.sh [--host-csv F] [--device-csv F] [--run-host] [--run-device]
 #                            [--host-run TEXT] [--device-run TEXT] [--doc F]
 #   --host-csv F    run-bench.sh's results.csv format (default docs/perf-host-2core.csv)
-#   --device-csv F  run-device-bench.sh's results.csv format (default docs/perf-h200-device.csv);
+#   --device-csv F  run-device-bench.sh's results.csv format (default docs/perf-h100-device.csv);
 #                   an empty F leaves that part's blocks as they are
 #   --run-host      run contrib/bench/run-bench.sh --no-build first (after contrib/build.sh) and
 #                   copy its results.csv to the --host-csv path (the document names its CSV)
@@ -22,7 +22,7 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 host_csv=$top/docs/perf-host-2core.csv
-device_csv=$top/docs/perf-h200-device.csv
+device_csv=$top/docs/perf-h100-device.csv
 doc=$top/docs/performance.md
 run_host=0 run_device=0 host_run="" device_run=""
 have_host_run=0 have_device_run=0

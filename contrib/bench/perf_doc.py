@@ -193,7 +193,9 @@ class Device:
         return x / y if x is not None and y else None
 
     def msg_rates(self, comp):
-        keys = [k for k in self.values if k[0] == comp and k[1].startswith("msg_rate_")]
+        # the rate rows only, not the proxy counters beside them (msg_rate_1x32_entries, ...)
+        keys = [k for k in self.values
+                if k[0] == comp and re.fullmatch(r"msg_rate_\d+x\d+", k[1])]
 
         def shape(k):
             b, t = k[1][len("msg_rate_"):].split("x")
