@@ -6,10 +6,16 @@
  *       8 B, 64 KiB, 1 MiB and 4 MiB, MPI_Win_flush after each, in one MPI_Win_lock_all epoch,
  *       on MPI_Win_allocate and MPI_Win_create windows: microseconds per call, the best and
  *       the median of @p reps repetitions (default 5; the best is the figure for a busy host).
+ *   mpirun -np N --mca osc NAME acc_bench small [reps]
+ *       single-element accumulate-family calls (and one of 8 doubles) on an MPI_Win_create
+ *       window, every rank on rank 0's elements at once, MPI_Win_flush after each, in one
+ *       MPI_Win_lock_all epoch: microseconds per call, the slowest rank's; the sums are
+ *       checked (a line "check: ok" or "check: WRONG").
  *   mpirun -np 8 --mca osc NAME acc_bench atomics [seconds]
  *       every rank issues MPI_Fetch_and_op (MPI_SUM, int64) + MPI_Win_flush on one counter at
  *       rank 0 for about @p seconds (default 1): operations per second, all ranks together
- *       (total operations over the longest rank's time); the counter is checked exactly.
+ *       (total operations over the longest rank's time; rank 0's, the target's own, and the
+ *       others' apart); the counter is checked exactly.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -130,13 +136,133 @@ static void bench_atomics(double seconds)
         MPI_Reduce(&elapsed, &longest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
-            printf("%-8s fetch_and_op %d ranks: %.0f ops/s (%ld ops in %.2f s), counter %s\n",
+            /* the target's own operations apart: a component may serve them and starve the
+             * others */
+            printf("%-8s fetch_and_op %d ranks: %.0f ops/s (%ld ops in %.2f s; rank 0 %.0f "
+                   "ops/s, the others %.0f), counter %s\n",
                    create ? "create" : "allocate", nranks, (double)total / longest, total,
-                   longest, base[0] == total ? "exact" : "WRONG");
+                   longest, (double)ops / longest, (double)(total - ops) / longest,
+                   base[0] == total ? "exact" : "WRONG");
             fflush(stdout);
         }
         close_window(create, &win, base);
     }
+}
+
+/* acc_bench small: the calls, in the order they are timed. */
+enum { S_ACC_DBL, S_ACC_I64, S_FOP_DBL, S_FOP_I64, S_CAS, S_GACC_DBL, S_ACC_VEC, S_ACC_MAX,
+       S_ACC_REPLACE, S_GACC_NOOP, S_COUNT };
+static const char *small_names[S_COUNT] = {
+    "acc_double_sum", "acc_int64_sum", "fop_double_sum", "fop_int64_sum", "cas_int64",
+    "gacc_double_sum", "acc_8double_sum", "acc_double_max", "acc_double_replace",
+    "gacc_int64_noop"};
+
+/* One small call of kind @p k, round @p r, at rank 0 (each kind its own 1 KiB of the window;
+ * a round's element is one of 64). */
+static void small_call(MPI_Win win, int k, int r)
+{
+    double d = 1.0, dv[8] = {1, 1, 1, 1, 1, 1, 1, 1}, dres;
+    int64_t i = 1, ires, cmp = 0;
+    MPI_Aint disp = 1024 * k + 8 * (r % 64);
+
+    switch (k) {
+    case S_ACC_DBL:
+        MPI_Accumulate(&d, 1, MPI_DOUBLE, 0, disp, 1, MPI_DOUBLE, MPI_SUM, win);
+        break;
+    case S_ACC_I64:
+        MPI_Accumulate(&i, 1, MPI_INT64_T, 0, disp, 1, MPI_INT64_T, MPI_SUM, win);
+        break;
+    case S_FOP_DBL:
+        MPI_Fetch_and_op(&d, &dres, MPI_DOUBLE, 0, disp, MPI_SUM, win);
+        break;
+    case S_FOP_I64:
+        MPI_Fetch_and_op(&i, &ires, MPI_INT64_T, 0, disp, MPI_SUM, win);
+        break;
+    case S_CAS:
+        MPI_Compare_and_swap(&i, &cmp, &ires, MPI_INT64_T, 0, disp, win);
+        break;
+    case S_GACC_DBL:
+        MPI_Get_accumulate(&d, 1, MPI_DOUBLE, &dres, 1, MPI_DOUBLE, 0, disp, 1, MPI_DOUBLE,
+                           MPI_SUM, win);
+        break;
+    case S_ACC_VEC:
+        MPI_Accumulate(dv, 8, MPI_DOUBLE, 0, 1024 * k + 64 * (r % 8), 8, MPI_DOUBLE, MPI_SUM,
+                       win);
+        break;
+    case S_ACC_MAX:
+        MPI_Accumulate(&d, 1, MPI_DOUBLE, 0, disp, 1, MPI_DOUBLE, MPI_MAX, win);
+        break;
+    case S_ACC_REPLACE:
+        MPI_Accumulate(&d, 1, MPI_DOUBLE, 0, disp, 1, MPI_DOUBLE, MPI_REPLACE, win);
+        break;
+    default:
+        MPI_Get_accumulate(NULL, 0, MPI_INT64_T, &ires, 1, MPI_INT64_T, 0, disp, 1,
+                           MPI_INT64_T, MPI_NO_OP, win);
+        break;
+    }
+    MPI_Win_flush(0, win);
+}
+
+/* The sum of the 64 elements (doubles or int64) of kind @p k's part of @p base. */
+static double small_sum(const char *base, int k, int is_double)
+{
+    double s = 0;
+
+    for (int e = 0; e < 64; ++e) {
+        double v;
+        int64_t w;
+
+        if (is_double) {
+            memcpy(&v, base + 1024 * k + 8 * e, 8);
+            s += v;
+        } else {
+            memcpy(&w, base + 1024 * k + 8 * e, 8);
+            s += (double)w;
+        }
+    }
+    return s;
+}
+
+static void bench_small(int reps)
+{
+    size_t bytes = 1024 * S_COUNT;
+    char *base = calloc(1, bytes);
+    MPI_Win win;
+    int bad = 0, any = 0;
+
+    MPI_Win_create(base, (MPI_Aint)bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Win_lock_all(0, win);
+    for (int k = 0; k < S_COUNT; ++k) {
+        double t0, el, slowest = 0;
+
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        for (int r = 0; r < reps; ++r) {
+            small_call(win, k, r);
+        }
+        el = MPI_Wtime() - t0;
+        MPI_Reduce(&el, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            printf("%-20s %10.2f us\n", small_names[k], slowest / reps * 1e6);
+            fflush(stdout);
+        }
+    }
+    MPI_Win_unlock_all(win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        double want = (double)reps * nranks;
+
+        bad = small_sum(base, S_ACC_DBL, 1) != want || small_sum(base, S_ACC_I64, 0) != want ||
+              small_sum(base, S_FOP_DBL, 1) != want || small_sum(base, S_FOP_I64, 0) != want ||
+              small_sum(base, S_GACC_DBL, 1) != want ||
+              small_sum(base, S_ACC_VEC, 1) != 8 * want;
+    }
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("check: %s\n", any ? "WRONG" : "ok");
+    }
+    MPI_Win_free(&win);
+    free(base);
 }
 
 int main(int argc, char **argv)
@@ -148,6 +274,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     if (strcmp(mode, "atomics") == 0) {
         bench_atomics(argc > 2 ? atof(argv[2]) : 1.0);
+    } else if (strcmp(mode, "small") == 0) {
+        bench_small(argc > 2 ? atoi(argv[2]) : 200);
     } else if (nranks >= 2) {
         bench_sizes(argc > 2 ? atoi(argv[2]) : 5);
     } else if (rank == 0) {

@@ -6,13 +6,17 @@
  * more and completes them locally (MPI_Win_flush_local), gets them all back and
  * flushes, rounds after round.  Every flush of rank 0 must return before its
  * target leaves the computation (same node: MPI_Wtime is one clock), and the
- * words read back must be those put; each target then checks its window.
+ * words read back must be those put.  Each round also makes accumulate-family calls (a double
+ * MPI_Accumulate SUM, an int64 MPI_Fetch_and_op SUM, an MPI_Compare_and_swap, a 4-element
+ * MPI_Accumulate and an MPI_Get_accumulate MAX) and flushes them: those must not wait for the
+ * target either.  Each target then checks its window.
  * Targets on other (emulated) nodes are reached through UCX, whose transport
  * may need their progress (README, "A process that dies"): only their data is
  * checked.
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "mpi_test.h"
@@ -24,9 +28,40 @@
  * was seen to serve a small heap block of the peer and such a mapping differently. */
 #define WIN_BYTES ((size_t)4 << 20)
 
+/* Words of the accumulate part, past the puts' */
+#define ACC_DBL  (2 * RUN)     /* a double, +1.0 a round */
+#define ACC_FOP  (2 * RUN + 1) /* +1 a round by fetch_and_op */
+#define ACC_CAS  (2 * RUN + 2) /* r -> r + 1 by compare_and_swap */
+#define ACC_MAX  (2 * RUN + 3) /* MAX of the round numbers, by get_accumulate */
+#define ACC_VEC  (2 * RUN + 4) /* 4 words, +1 each a round */
+
 static int64_t word(int target, int round, int i)
 {
     return (int64_t)target * 1000000 + round * 1000 + i;
+}
+
+/* The accumulate part of round @p r with target @p t (rank 0 alone updates these words, so
+ * every fetched value is known). */
+static void acc_run(MPI_Win win, int t, int r)
+{
+    double one = 1.0;
+    int64_t inc = 1, old = -1, next = r + 1, expect = r, vec[4] = {1, 1, 1, 1}, rr = r, prev = -1;
+
+    CHECK(MPI_Accumulate(&one, 1, MPI_DOUBLE, t, ACC_DBL, 1, MPI_DOUBLE, MPI_SUM, win) ==
+          MPI_SUCCESS);
+    CHECK(MPI_Fetch_and_op(&inc, &old, MPI_INT64_T, t, ACC_FOP, MPI_SUM, win) == MPI_SUCCESS);
+    CHECK(MPI_Compare_and_swap(&next, &expect, &prev, MPI_INT64_T, t, ACC_CAS, win) ==
+          MPI_SUCCESS);
+    CHECK(MPI_Accumulate(vec, 4, MPI_INT64_T, t, ACC_VEC, 4, MPI_INT64_T, MPI_SUM, win) ==
+          MPI_SUCCESS);
+    CHECK(MPI_Win_flush(t, win) == MPI_SUCCESS);
+    CHECK(old == r);
+    CHECK(prev == r);
+    old = -1;
+    CHECK(MPI_Get_accumulate(&rr, 1, MPI_INT64_T, &old, 1, MPI_INT64_T, t, ACC_MAX, 1,
+                             MPI_INT64_T, MPI_MAX, win) == MPI_SUCCESS);
+    CHECK(MPI_Win_flush(t, win) == MPI_SUCCESS);
+    CHECK(old == (r > 0 ? r - 1 : 0));
 }
 
 /* One round with target @p t: puts and a flush, puts, a local flush and a flush, gets and a
@@ -53,6 +88,7 @@ static void round_run(MPI_Win win, int t, int r)
         CHECK(MPI_Get(&got[i], 1, MPI_INT64_T, t, i, 1, MPI_INT64_T, win) == MPI_SUCCESS);
     }
     CHECK(MPI_Win_flush(t, win) == MPI_SUCCESS);
+    acc_run(win, t, r);
     for (i = 0; i < 2 * RUN; ++i) {
         if (got[i] != word(t, r, i)) {
             fprintf(stderr, "round %d target %d word %d: %lld, expected %lld\n", r, t, i,
@@ -132,8 +168,16 @@ int main(int argc, char **argv)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank != 0) {
+        double d;
+
         for (i = 0; i < 2 * RUN; ++i) {
             CHECK(base[i] == word(rank, ROUNDS - 1, i));
+        }
+        memcpy(&d, &base[ACC_DBL], sizeof(d));
+        CHECK(d == (double)ROUNDS);
+        CHECK(base[ACC_FOP] == ROUNDS && base[ACC_CAS] == ROUNDS && base[ACC_MAX] == ROUNDS - 1);
+        for (i = 0; i < 4; ++i) {
+            CHECK(base[ACC_VEC + i] == ROUNDS);
         }
     }
     MPI_Win_free(&win);

@@ -233,6 +233,8 @@ static int ompi_osc_gpuic_acc_cma(ompi_osc_gpuic_acc_t *acc, uint64_t raddr, siz
     gpuic_status_t status = GPUIC_OK;
     char *buf = malloc(chunk);
     size_t off, len;
+    bool replace_only = acc->old == NULL && acc->obuf != NULL &&
+                        ompi_osc_gpuic_op_is(acc->op, &ompi_mpi_op_replace.op);
     int rc = OMPI_SUCCESS;
 
     *status_p = GPUIC_OK;
@@ -242,10 +244,9 @@ static int ompi_osc_gpuic_acc_cma(ompi_osc_gpuic_acc_t *acc, uint64_t raddr, siz
     rc = ompi_osc_gpuic_peer_settle(acc->module, acc->target);
     for (off = 0; rc == OMPI_SUCCESS && status == GPUIC_OK && off < total; off += len) {
         len = total - off < chunk ? total - off : chunk;
-        status = gpuic_cma_copy(peer->cma_pid, buf, raddr + off, len, 0);
-        if (status == GPUIC_ERR_UNSUPPORTED && off == 0) {
-            *status_p = status;
-            break;
+        /* a REPLACE that fetches nothing overwrites whole elements: no need to read them */
+        if (!replace_only) {
+            status = gpuic_cma_copy(peer->cma_pid, buf, raddr + off, len, 0);
         }
         if (status == GPUIC_OK) {
             /* whole elements of a type without gaps: it cannot fail */
@@ -253,6 +254,11 @@ static int ompi_osc_gpuic_acc_cma(ompi_osc_gpuic_acc_t *acc, uint64_t raddr, siz
             if (acc->obuf != NULL) {
                 status = gpuic_cma_copy(peer->cma_pid, buf, raddr + off, len, 1);
             }
+        }
+        if (status == GPUIC_ERR_UNSUPPORTED && off == 0) {
+            /* refused at the first copy, which moved nothing */
+            *status_p = status;
+            break;
         }
     }
     free(buf);
@@ -619,13 +625,21 @@ static int ompi_osc_gpuic_acc_elem_ucx(ompi_osc_gpuic_acc_t *acc, uint64_t raddr
         }
         return rc;
     }
-    /* The loop starts from a guess (what this thread last saw there): a wrong one costs what a
-     * first read would, and the common case of one origin updating an element saves it. */
-    cur = ompi_osc_gpuic_acc_guess.module == acc->module &&
-                  ompi_osc_gpuic_acc_guess.target == acc->target &&
-                  ompi_osc_gpuic_acc_guess.raddr == raddr
-              ? ompi_osc_gpuic_acc_guess.value
-              : 0;
+    /* The loop starts from a guess: what this thread last left there, else, for a same-node
+     * peer, the element read by cross-memory copy (no wait for the target's progress, which a
+     * compare-and-swap that fails on a blind guess would cost once more), else 0.  A wrong or
+     * torn guess only costs one more round. */
+    cur = 0;
+    if (ompi_osc_gpuic_acc_guess.module == acc->module &&
+        ompi_osc_gpuic_acc_guess.target == acc->target && ompi_osc_gpuic_acc_guess.raddr == raddr) {
+        cur = ompi_osc_gpuic_acc_guess.value;
+    } else {
+        int pid = __atomic_load_n(&acc->module->peers[acc->target].cma_pid, __ATOMIC_RELAXED);
+
+        if (pid > 0 && gpuic_cma_copy(pid, next, raddr, acc->esize, 0) == GPUIC_OK) {
+            cur = ompi_osc_gpuic_acc_to_word(next, acc->esize);
+        }
+    }
     for (;;) {
         ompi_osc_gpuic_acc_from_word(old, cur, acc->esize);
         memcpy(next, old, acc->esize);
@@ -642,6 +656,24 @@ static int ompi_osc_gpuic_acc_elem_ucx(ompi_osc_gpuic_acc_t *acc, uint64_t raddr
     ompi_osc_gpuic_acc_guess.raddr = raddr;
     ompi_osc_gpuic_acc_guess.value = value;
     return rc;
+}
+
+/*
+ * Whether a single element at @p target is better updated under the accumulate lock (the bulk
+ * path, by cross-memory copies) than by a UCX atomic: on a window whose processes map each
+ * other's state blocks but not each other's memory (MPI_Win_create on a node), the lock is CPU
+ * atomics and the element a cross-memory copy away, so nothing waits for the target's
+ * progress, where UCX emulates atomics on such memory through it, one round trip each (a
+ * compare-and-swap loop two or more).  A process's calls on its own memory keep UCX's atomic
+ * (no progress of another process involved), which stays atomic with everyone else's through
+ * the lock word, whatever kind of atomic UCX uses.
+ */
+static bool ompi_osc_gpuic_acc_prefers_lock(const ompi_osc_gpuic_module_t *module, int target,
+                                            const ompi_osc_gpuic_region_t *region)
+{
+    return !module->all_direct && module->state_direct && !region->gpu &&
+           __atomic_load_n(&module->peers[target].cma_pid, __ATOMIC_RELAXED) > 0 &&
+           mca_osc_gpuic_component.cma_min_bytes >= 0;
 }
 
 /*
@@ -665,6 +697,9 @@ static bool ompi_osc_gpuic_acc_single(ompi_osc_gpuic_acc_t *acc, const char *ori
         }
     } else if (acc->region->gpu || (acc->esize != 4 && acc->esize != 8) ||
                taddr % acc->esize != 0) {
+        return false;
+    }
+    if (ompi_osc_gpuic_acc_prefers_lock(module, acc->target, acc->region)) {
         return false;
     }
     rc = ompi_osc_gpuic_acc_enter(module, acc->target);
@@ -993,7 +1028,8 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
     }
     if (module->all_direct ? ompi_osc_gpuic_acc_atomic_class(
                                  esize, (char *)region->direct + (raddr - region->base))
-                           : !region->gpu && (esize == 4 || esize == 8) && raddr % esize == 0) {
+                           : !region->gpu && (esize == 4 || esize == 8) && raddr % esize == 0 &&
+                                 !ompi_osc_gpuic_acc_prefers_lock(module, target, region)) {
         /* One atomic, announced like every single-element atomic. */
         rc = ompi_osc_gpuic_acc_enter(module, target);
         if (rc != OMPI_SUCCESS) {
