@@ -152,52 +152,46 @@ static void bench_atomics(double seconds)
 /* acc_bench small: the calls, in the order they are timed. */
 enum { S_ACC_DBL, S_ACC_I64, S_FOP_DBL, S_FOP_I64, S_CAS, S_GACC_DBL, S_ACC_VEC, S_ACC_MAX,
        S_ACC_REPLACE, S_GACC_NOOP, S_COUNT };
-static const char *small_names[S_COUNT] = {
-    "acc_double_sum", "acc_int64_sum", "fop_double_sum", "fop_int64_sum", "cas_int64",
-    "gacc_double_sum", "acc_8double_sum", "acc_double_max", "acc_double_replace",
-    "gacc_int64_noop"};
+enum { CALL_ACC, CALL_FOP, CALL_CAS, CALL_GACC };
+enum { OP_SUM, OP_MAX, OP_REPLACE, OP_NOOP };
+static const struct {
+    const char *name;
+    int call, is_double, op, count;
+} small_kinds[S_COUNT] = {
+    {"acc_double_sum", CALL_ACC, 1, OP_SUM, 1},      {"acc_int64_sum", CALL_ACC, 0, OP_SUM, 1},
+    {"fop_double_sum", CALL_FOP, 1, OP_SUM, 1},      {"fop_int64_sum", CALL_FOP, 0, OP_SUM, 1},
+    {"cas_int64", CALL_CAS, 0, OP_SUM, 1},           {"gacc_double_sum", CALL_GACC, 1, OP_SUM, 1},
+    {"acc_8double_sum", CALL_ACC, 1, OP_SUM, 8},     {"acc_double_max", CALL_ACC, 1, OP_MAX, 1},
+    {"acc_double_replace", CALL_ACC, 1, OP_REPLACE, 1},
+    {"gacc_int64_noop", CALL_GACC, 0, OP_NOOP, 1}};
 
-/* One small call of kind @p k, round @p r, at rank 0 (each kind its own 1 KiB of the window;
- * a round's element is one of 64). */
+/* One small call of kind @p k, round @p r, at rank 0, then a flush (each kind its own 1 KiB of
+ * the window; a round's element is one of 64, a round's 8 doubles one of 8 runs). */
 static void small_call(MPI_Win win, int k, int r)
 {
-    double d = 1.0, dv[8] = {1, 1, 1, 1, 1, 1, 1, 1}, dres;
-    int64_t i = 1, ires, cmp = 0;
-    MPI_Aint disp = 1024 * k + 8 * (r % 64);
+    const MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_REPLACE, MPI_NO_OP};
+    int count = small_kinds[k].count;
+    MPI_Datatype dt = small_kinds[k].is_double ? MPI_DOUBLE : MPI_INT64_T;
+    MPI_Op op = ops[small_kinds[k].op];
+    /* 8 bytes an element either way: ones as doubles or as int64 */
+    double dv[8] = {1, 1, 1, 1, 1, 1, 1, 1}, res[8];
+    int64_t iv[8] = {1, 1, 1, 1, 1, 1, 1, 1}, cmp = 0;
+    const void *origin = small_kinds[k].is_double ? (const void *)dv : (const void *)iv;
+    MPI_Aint disp = 1024 * k + 8 * count * (r % (64 / count));
 
-    switch (k) {
-    case S_ACC_DBL:
-        MPI_Accumulate(&d, 1, MPI_DOUBLE, 0, disp, 1, MPI_DOUBLE, MPI_SUM, win);
+    switch (small_kinds[k].call) {
+    case CALL_ACC:
+        MPI_Accumulate(origin, count, dt, 0, disp, count, dt, op, win);
         break;
-    case S_ACC_I64:
-        MPI_Accumulate(&i, 1, MPI_INT64_T, 0, disp, 1, MPI_INT64_T, MPI_SUM, win);
+    case CALL_FOP:
+        MPI_Fetch_and_op(origin, res, dt, 0, disp, op, win);
         break;
-    case S_FOP_DBL:
-        MPI_Fetch_and_op(&d, &dres, MPI_DOUBLE, 0, disp, MPI_SUM, win);
-        break;
-    case S_FOP_I64:
-        MPI_Fetch_and_op(&i, &ires, MPI_INT64_T, 0, disp, MPI_SUM, win);
-        break;
-    case S_CAS:
-        MPI_Compare_and_swap(&i, &cmp, &ires, MPI_INT64_T, 0, disp, win);
-        break;
-    case S_GACC_DBL:
-        MPI_Get_accumulate(&d, 1, MPI_DOUBLE, &dres, 1, MPI_DOUBLE, 0, disp, 1, MPI_DOUBLE,
-                           MPI_SUM, win);
-        break;
-    case S_ACC_VEC:
-        MPI_Accumulate(dv, 8, MPI_DOUBLE, 0, 1024 * k + 64 * (r % 8), 8, MPI_DOUBLE, MPI_SUM,
-                       win);
-        break;
-    case S_ACC_MAX:
-        MPI_Accumulate(&d, 1, MPI_DOUBLE, 0, disp, 1, MPI_DOUBLE, MPI_MAX, win);
-        break;
-    case S_ACC_REPLACE:
-        MPI_Accumulate(&d, 1, MPI_DOUBLE, 0, disp, 1, MPI_DOUBLE, MPI_REPLACE, win);
+    case CALL_CAS:
+        MPI_Compare_and_swap(origin, &cmp, res, dt, 0, disp, win);
         break;
     default:
-        MPI_Get_accumulate(NULL, 0, MPI_INT64_T, &ires, 1, MPI_INT64_T, 0, disp, 1,
-                           MPI_INT64_T, MPI_NO_OP, win);
+        MPI_Get_accumulate(op == MPI_NO_OP ? NULL : origin, op == MPI_NO_OP ? 0 : count, dt,
+                           res, count, dt, 0, disp, count, dt, op, win);
         break;
     }
     MPI_Win_flush(0, win);
@@ -243,7 +237,7 @@ static void bench_small(int reps)
         el = MPI_Wtime() - t0;
         MPI_Reduce(&el, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (rank == 0) {
-            printf("%-20s %10.2f us\n", small_names[k], slowest / reps * 1e6);
+            printf("%-20s %10.2f us\n", small_kinds[k].name, slowest / reps * 1e6);
             fflush(stdout);
         }
     }
