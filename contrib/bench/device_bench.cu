@@ -5,11 +5,15 @@
  *   mpirun -np 2 --mca osc gpuic device_bench [--iters N] [--csv FILE] [--host-window]
  *                                             [--label NAME] [--latency-only] [--max-bytes N] [--memcpy-peer]
  *                                             [--bw-chunk N] [--bw-only] [--rate-only] [--rate-words N]
+ *                                             [--quick]
  *
+ * --quick runs the rank-0 latency rows (put + flush, get, fetch-add, their resolved forms), the
+ * message-rate rows and the get's dissection (dissect_get_*) alone, for side-by-side runs of
+ * builds against different headers.
  * --bw-only runs the bandwidth rows alone (put_bw, get_bw, the one block's put and get);
- * --rate-only the message-rate rows alone; --rate-words N (default 2^20, at most that) spreads
- * their puts over the first N words of the window (thread t's i-th put goes to word
- * (7t + i) mod N).
+ * --rate-only the message-rate rows alone; --rate-words N (default 2^20, at most that; rounded
+ * down to a power of two) spreads their puts over the first N words of the window (thread t's
+ * i-th put goes to word (7t + i) & (N - 1), the index arithmetic of nvshmem_bench's k_rate).
  * --latency-only leaves out the message-rate and bandwidth rows (the forced proxy path on a GPU
  * window moves each entry with a driver copy: thousands of them take minutes).
  * --host-window puts the window in host memory, so every device call takes the proxy path
@@ -88,6 +92,9 @@ static bool host_window;
 static bool latency_only; /* --latency-only: no message-rate or bandwidth rows */
 static bool bw_only;      /* --bw-only: the bandwidth rows alone */
 static bool rate_only;    /* --rate-only: the message-rate rows alone */
+/* --quick: the rank-0 latency rows (put + flush, get, fetch-add, resolved), the message-rate
+ * rows and the get dissection alone (side-by-side runs of header variants) */
+static bool quick;
 static int rate_words = 1 << 20; /* --rate-words N: the message-rate puts go to N words */
 /* --bw-chunk N: put_bw blocks take N-byte chunks round-robin (0: one slice each).  Across
  * NVLink (two H200s, 256 MiB) slices ran at 346 GB/s, 256 KiB .. 4 MiB chunks at 368-370. */
@@ -372,12 +379,14 @@ __global__ void k_pingpong_payload(MPIX_Win_device win, const uint64_t *mine, in
     *bad = errors;
 }
 
+/* Thread t's i-th put goes to word (7t + i) & mask (mask = words - 1, words a power of two):
+ * the same runtime mask as nvshmem_bench's k_rate, so both loops do the same index arithmetic. */
 __global__ void k_rate(MPIX_Win_device win, int peer, int per_thread, const uint64_t *src,
-                       int words)
+                       int mask)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     for (int i = 0; i < per_thread; ++i) {
-        MPIX_Put_device(src, 8, peer, (MPI_Aint)((t * 7 + i) % words) * 8, win);
+        MPIX_Put_device(src, 8, peer, (MPI_Aint)((t * 7 + i) & mask) * 8, win);
     }
     MPIX_Win_flush_device(peer, win);
 }
@@ -714,6 +723,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--latency-only")) latency_only = true;
         else if (!strcmp(argv[i], "--bw-only")) bw_only = true;
         else if (!strcmp(argv[i], "--rate-only")) rate_only = bw_only = true;
+        else if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--rate-words") && i + 1 < argc) rate_words = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc)
             max_bytes = strtoull(argv[++i], NULL, 0);
@@ -731,6 +741,7 @@ int main(int argc, char **argv)
     }
     if (max_bytes < 8) max_bytes = 8;
     if (rate_words < 1 || rate_words > (1 << 20)) rate_words = 1 << 20;
+    while (rate_words & (rate_words - 1)) rate_words &= rate_words - 1; /* a power of two */
     if (max_bytes > BW_DEFAULT_MAX) {
         /* the fixed words (signal, data) stay where they are; the large puts get their own part */
         bw_off = WIN_BYTES;
@@ -808,7 +819,7 @@ int main(int argc, char **argv)
     /* ping-pong with put-with-signal, by rank then resolved.  Each kernel runs WARM_ROUNDS
      * rounds untimed first: a kernel's first launch loads it (lazy loading), and a rank that
      * is still loading shows in the other rank's time (a few milliseconds over the run). */
-    for (int resolved = 0; resolved < 2 && !bw_only; ++resolved) {
+    for (int resolved = 0; resolved < 2 && !bw_only && !quick; ++resolved) {
         for (int timed = 0; timed < 2; ++timed) {
             int n = timed ? iters : WARM_ROUNDS;
 
@@ -831,7 +842,7 @@ int main(int argc, char **argv)
 
     /* ping-pong with a payload written and checked every round (the window's own words are
      * read by the kernel: GPU windows only) */
-    if (!host_window && !bw_only) {
+    if (!host_window && !bw_only && !quick) {
         static const size_t pay[] = {8, 64, 1024, PAY_MAX};
         uint64_t *d_pay, *d_bad;
 
@@ -883,11 +894,11 @@ int main(int argc, char **argv)
             cudaEventCreate(&e0);
             cudaEventCreate(&e1);
             unsigned long long pv0[PROXY_PV_COUNT], pv1[PROXY_PV_COUNT];
-            k_rate<<<blocks, threads>>>(h, peer, per, d_buf, rate_words);
+            k_rate<<<blocks, threads>>>(h, peer, per, d_buf, rate_words - 1);
             cudaDeviceSynchronize();
             proxy_pv_read(pv0);
             cudaEventRecord(e0);
-            k_rate<<<blocks, threads>>>(h, peer, per, d_buf, rate_words);
+            k_rate<<<blocks, threads>>>(h, peer, per, d_buf, rate_words - 1);
             cudaEventRecord(e1);
             cudaEventSynchronize(e1);
             proxy_pv_read(pv1);
@@ -919,7 +930,7 @@ int main(int argc, char **argv)
         }
         /* bandwidth: puts (local loads, remote stores), then on the P2P path gets (remote
          * loads; through the proxy they would double the run's time for no target) */
-        int kinds = rate_only ? 0 : !host_window && strcmp(label, "gpuic") == 0 ? 2 : 1;
+        int kinds = rate_only || quick ? 0 : !host_window && strcmp(label, "gpuic") == 0 ? 2 : 1;
         for (int get = 0; get < kinds; ++get) {
             for (size_t bytes = 8; bytes <= max_bytes;
                  bytes = bw_next_size(bytes, max_bytes)) {
@@ -933,7 +944,7 @@ int main(int argc, char **argv)
         }
         /* one block, one call: what a single large put or get moves (through the proxy, the
          * transfer the copy engine takes whole) */
-        for (int get = 0; get < 2 && !rate_only; ++get) {
+        for (int get = 0; get < 2 && !rate_only && !quick; ++get) {
             size_t bytes = max_bytes < (8u << 20) ? max_bytes : (8u << 20);
             double gbs = bw_measure(h, peer, d_src, bytes, bw_off, 1, 0, get, 20);
             if (gbs >= 0) {
@@ -945,7 +956,7 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
 
     /* floors: raw IPC store ping-pong through the same mapping (P2P runs only) */
-    if (!host_window && !bw_only && strcmp(label, "gpuic") == 0) {
+    if (!host_window && !bw_only && !quick && strcmp(label, "gpuic") == 0) {
         MPIX_Gpuic_device_win *hw = (MPIX_Gpuic_device_win *)malloc(
             sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer));
         cudaMemcpy(hw, h.desc, sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer),
@@ -985,7 +996,7 @@ int main(int argc, char **argv)
         cudaMemcpy(hw, h.desc, sizeof(MPIX_Gpuic_device_win) + 2 * sizeof(MPIX_Gpuic_device_peer),
                    cudaMemcpyDeviceToHost);
         volatile uint64_t *remote = (volatile uint64_t *)hw->peers[peer].base;
-        for (int mode = 0; mode < (int)(sizeof(names) / sizeof(names[0])); ++mode) {
+        for (int mode = quick ? 13 : 0; mode < (int)(sizeof(names) / sizeof(names[0])); ++mode) {
             k_dissect<<<1, 1>>>(h, remote, peer, mode, 100, d_buf, d_ns);
             cudaDeviceSynchronize();
             k_dissect<<<1, 1>>>(h, remote, peer, mode, iters, d_buf, d_ns);
@@ -996,7 +1007,7 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
 
     /* floors: GPU -> CPU -> GPU and cudaMemcpy, rank 0 */
-    if (rank == 0 && !bw_only) {
+    if (rank == 0 && !bw_only && !quick) {
         uint64_t *hostw;
         uint64_t *d_hostw;
         cudaHostAlloc(&hostw, 128, cudaHostAllocMapped);

@@ -129,11 +129,13 @@ __global__ void k_pingpong_payload(uint64_t *data, uint64_t *sig, int me, int it
     *bad = errors;
 }
 
-__global__ void k_rate(char *sym, int peer, int per_thread, const char *src)
+/* Thread t's i-th put goes to word (7t + i) & mask, mask = 2^20 - 1 passed at run time: the
+ * index arithmetic of device_bench's k_rate (a runtime mask there too). */
+__global__ void k_rate(char *sym, int peer, int per_thread, const char *src, int mask)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     for (int i = 0; i < per_thread; ++i) {
-        nvshmem_putmem_nbi(sym + ((t * 7 + i) % (1 << 20)) * 8, src, 8, peer);
+        nvshmem_putmem_nbi(sym + (MPI_Aint)((t * 7 + i) & mask) * 8, src, 8, peer);
     }
     nvshmem_quiet();
 }
@@ -268,9 +270,9 @@ int main(int argc, char **argv)
             float ms;
             cudaEventCreate(&e0);
             cudaEventCreate(&e1);
-            k_rate<<<blocks, threads>>>(sym, peer, per, d_src);
+            k_rate<<<blocks, threads>>>(sym, peer, per, d_src, (1 << 20) - 1);
             cudaEventRecord(e0);
-            k_rate<<<blocks, threads>>>(sym, peer, per, d_src);
+            k_rate<<<blocks, threads>>>(sym, peer, per, d_src, (1 << 20) - 1);
             cudaEventRecord(e1);
             cudaEventSynchronize(e1);
             cudaEventElapsedTime(&ms, e0, e1);

@@ -531,6 +531,141 @@ template <typename T> struct gpuic_dev_combiner<T, true> {
 /* ---------------------------------------------------------------------------------------- */
 /* Put and get.                                                                             */
 
+/*
+ * The common single-thread put or get (8 or 16 bytes, 8-aligned on both sides, a displacement
+ * below 2^31 and a positive displacement unit) on the P2P path, decided by one test and one
+ * branch; the caller takes the full path (which checks and records everything again) when it
+ * fails, so that the common call costs one branch before its store or load instead of several.
+ *
+ * gpuic_dev_p2p_limit() folds everything about the target into one integer: the largest
+ * offset such an access may start at, or -1 when the target cannot take it (not P2P, a unit
+ * of 0 or below, a window smaller than the access or of 2^62 bytes or more).  A value rather
+ * than a predicate: the compiler keeps a loop-invariant value out of a loop (the target's
+ * entry is loaded once there), whereas compares are sunk next to their branch and redone on
+ * every call.  gpuic_dev_p2p_words_ok() then needs, per call, one 32 x 32 -> 64-bit multiply
+ * (disp < 2^31 and 0 < unit < 2^31: no overflow), one signed compare against the limit (the
+ * full range check, offset <= size and bytes <= size - offset, for such an offset), the
+ * displacement's bound and the alignment.
+ */
+__device__ static inline int64_t gpuic_dev_p2p_limit(bool p2p, uint64_t size, int32_t unit,
+                                                     size_t bytes)
+{
+    bool ok = p2p & (unit > 0) & ((bytes == 8) | (bytes == 16)) & (bytes <= size) &
+              ((size >> 62) == 0);
+
+    return ok ? (int64_t)(size - bytes) : (int64_t)-1;
+}
+
+/*
+ * gpuic_dev_p2p_limit() of @p target of @p win for a call by rank, with the target's base and
+ * displacement unit, in one instruction sequence that checks the handle's value and the rank
+ * (as gpuic_dev_peer_load(): zeros, hence -1, unless they pass), loads the target's entry and
+ * computes the limit from it.  A pure function of register operands: in a loop of calls to one
+ * target the compiler keeps the whole sequence, limit included, out of the loop (with the
+ * loads alone out of the loop, the limit's compares were redone on every call).  @p bytes is 8
+ * or 16.
+ */
+__device__ static inline int64_t gpuic_dev_peer_fast(MPIX_Win_device win, int target,
+                                                     size_t bytes, uint64_t *base,
+                                                     int32_t *unit)
+{
+    uint64_t b;
+    int64_t limit;
+    int32_t u;
+
+    static_assert(offsetof(MPIX_Gpuic_device_peer, size) == 8 &&
+                      offsetof(MPIX_Gpuic_device_peer, disp_unit) == 16 &&
+                      offsetof(MPIX_Gpuic_device_peer, path) == 20,
+                  "the loads below follow the entry's layout");
+    static_assert(MPIX_GPUIC_DEVICE_MAGIC == 0x6770756964657603ULL &&
+                      MPIX_GPUIC_DEVICE_PATH_P2P == 1,
+                  "the constants below are MPIX_GPUIC_DEVICE_MAGIC and _PATH_P2P");
+    /* the access size is written into the sequence (8 or 16), not passed: a constant operand
+     * is materialized in the loop and keeps the compiler from hoisting the sequence */
+#define GPUIC_DEV_PEER_FAST_ASM(BYTES)                                                          \
+    asm("{\n\t"                                                                                \
+        ".reg .pred ok, f;\n\t"                                                                \
+        ".reg .b64 sz, lim;\n\t"                                                               \
+        ".reg .b32 path;\n\t"                                                                  \
+        "setp.ne.u64 ok, %4, 0;\n\t"                                                           \
+        "setp.eq.and.u64 ok, %5, 0x6770756964657603, ok;\n\t"                                  \
+        "setp.ge.and.s32 ok, %6, 0, ok;\n\t"                                                   \
+        "setp.lt.and.s32 ok, %6, %7, ok;\n\t"                                                  \
+        "mov.u64 %0, 0;\n\t"                                                                   \
+        "mov.u64 sz, 0;\n\t"                                                                   \
+        "mov.u32 %1, 0;\n\t"                                                                   \
+        "mov.u32 path, 0;\n\t"                                                                 \
+        "@ok ld.global.nc.u64 %0, [%3];\n\t"                                                   \
+        "@ok ld.global.nc.u64 sz, [%3+8];\n\t"                                                 \
+        "@ok ld.global.nc.v2.s32 {%1, path}, [%3+16];\n\t"                                     \
+        "setp.eq.s32 f, path, 1;\n\t"                                                          \
+        "setp.gt.and.s32 f, %1, 0, f;\n\t"                                                     \
+        "setp.ge.and.u64 f, sz, " #BYTES ", f;\n\t"                                            \
+        "setp.lt.and.u64 f, sz, 0x4000000000000000, f;\n\t"                                    \
+        "sub.s64 lim, sz, " #BYTES ";\n\t"                                                     \
+        "selp.b64 %2, lim, -1, f;\n\t"                                                         \
+        "}"                                                                                     \
+        : "=&l"(b), "=&r"(u), "=&l"(limit)                                                      \
+        : "l"(&win.desc->peers[target]), "l"(win.desc), "l"(win.magic), "r"(target),            \
+          "r"(win.nranks))
+    if (bytes == 16) {
+        GPUIC_DEV_PEER_FAST_ASM(16);
+    } else {
+        GPUIC_DEV_PEER_FAST_ASM(8);
+    }
+#undef GPUIC_DEV_PEER_FAST_ASM
+    *base = b;
+    *unit = u;
+    return limit;
+}
+
+/* Whether a single thread's 8- or 16-byte access at @p disp takes the fast path, given the
+ * target's limit (gpuic_dev_p2p_limit), base and unit; *addr is the target address either way.
+ * @p other is the origin or result buffer, which must be 8-aligned too. */
+__device__ static inline bool gpuic_dev_p2p_words_ok(int64_t limit, uint64_t base, int32_t unit,
+                                                     MPI_Aint disp, const void *other,
+                                                     char **addr)
+{
+    uint64_t ud = (uint64_t)disp;
+    uint64_t off = (uint64_t)(uint32_t)ud * (uint32_t)unit;
+    uint64_t a = base + off;
+
+    *addr = (char *)(uintptr_t)a;
+    return ((int64_t)off <= limit) & (ud < (1ull << 31)) & (((a | (uintptr_t)other) & 7) == 0);
+}
+
+/* The words of a put that passed gpuic_dev_p2p_words_ok(): one or two 8-byte stores. */
+__device__ static inline void gpuic_dev_p2p_put_words(char *dst, const void *origin, size_t bytes)
+{
+    *(uint64_t *)dst = *(const uint64_t *)origin;
+    if (bytes == 16) {
+        *(uint64_t *)(dst + 8) = *((const uint64_t *)origin + 1);
+    }
+}
+
+/*
+ * An 8-byte get's word: loaded into *v when @p ok (gpuic_dev_p2p_words_ok() passed), and @p ok
+ * returned.  The load is predicated on @p ok and issued ahead of the branch to the full path,
+ * so that in a loop of gets the next load is in flight while the previous word is consumed (a
+ * load behind the branch waits for it).  Volatile, with a memory clobber: never merged with
+ * another get or moved across other accesses.
+ */
+__device__ static inline bool gpuic_dev_p2p_get_word(bool ok, const char *src, uint64_t *v)
+{
+    uint64_t w = 0;
+
+    asm volatile("{\n\t"
+                 ".reg .pred p;\n\t"
+                 "setp.ne.b32 p, %2, 0;\n\t"
+                 "@p ld.u64 %0, [%1];\n\t"
+                 "}"
+                 : "+l"(w)
+                 : "l"(src), "r"((int)ok)
+                 : "memory");
+    *v = w;
+    return ok;
+}
+
 /* The body of every put and get variant: a copy of [first, bytes) in steps of @p stride
  * between the origin and the resolved target address. */
 __device__ static inline int gpuic_dev_xfer(void *origin, size_t bytes, int target, MPI_Aint disp,
@@ -541,6 +676,23 @@ __device__ static inline int gpuic_dev_xfer(void *origin, size_t bytes, int targ
     char *remote;
     int rc;
 
+    /* A single thread's put of one or two aligned words on the P2P path: one test, then the
+     * stores (gpuic_dev_p2p_words_ok).  Here rather than in MPIX_Put_device, where the same
+     * code (folded away for a 64-byte put) changed a one-put kernel's registers
+     * (regcount.cu) from 32 to 40.  gpuic_dev_peer_fast() checks the handle and the rank
+     * (limit -1 unless they pass and the target is P2P); the full path below loads and checks
+     * everything again when the test fails. */
+    if (stride == 1 && is_put && (bytes == 8 || bytes == 16)) {
+        uint64_t base;
+        int32_t unit;
+        int64_t limit = gpuic_dev_peer_fast(win, target, bytes, &base, &unit);
+
+        if (__builtin_expect(gpuic_dev_p2p_words_ok(limit, base, unit, disp, origin, &remote),
+                             1)) {
+            gpuic_dev_p2p_put_words(remote, origin, bytes);
+            return MPI_SUCCESS;
+        }
+    }
     MPIX_Win_target_device(win, target, &t);
     rc = gpuic_dev_target_addr(&t, disp, bytes, 1, &remote);
     if (rc == MPI_SUCCESS && t.proxy) {
@@ -611,6 +763,8 @@ __device__ static inline int MPIX_Put_device_block(const void *origin, size_t by
  * definition, with its documentation, is with the other calls on a resolved target). */
 __device__ static inline int MPIX_Get_target_device(const MPIX_Device_target *t, void *origin,
                                                     size_t bytes, MPI_Aint disp);
+__device__ static inline int gpuic_dev_get_target_full(const MPIX_Device_target *t, void *origin,
+                                                       size_t bytes, MPI_Aint disp);
 
 /** Gets @p bytes from @p target's window at @p disp into device memory @p origin; complete
  *  on return. */
@@ -618,8 +772,21 @@ __device__ static inline int MPIX_Get_device(void *origin, size_t bytes, int tar
                                              MPI_Aint disp, MPIX_Win_device win)
 {
     MPIX_Device_target t;
-    int rc = gpuic_dev_target_resolve(win, target, &t);
+    int rc;
 
+    if (bytes == sizeof(uint64_t)) {
+        uint64_t base, v;
+        int32_t unit;
+        char *src;
+        int64_t limit = gpuic_dev_peer_fast(win, target, bytes, &base, &unit);
+        bool ok = gpuic_dev_p2p_words_ok(limit, base, unit, disp, origin, &src);
+
+        if (__builtin_expect(gpuic_dev_p2p_get_word(ok, src, &v), 1)) {
+            *(uint64_t *)origin = v;
+            return MPI_SUCCESS;
+        }
+    }
+    rc = gpuic_dev_target_resolve(win, target, &t);
     if (__builtin_expect(rc != MPI_SUCCESS, 0)) {
         return gpuic_dev_checked(win.desc, rc);
     }
@@ -662,8 +829,17 @@ __device__ static inline int MPIX_Put_target_device(const MPIX_Device_target *t,
                                                     size_t bytes, MPI_Aint disp)
 {
     char *dst = NULL;
-    int rc = gpuic_dev_target_range(t, disp, bytes, 1, &dst);
+    int64_t limit = gpuic_dev_p2p_limit((t->status == MPI_SUCCESS) & !t->proxy, t->size,
+                                        t->disp_unit, bytes);
+    int rc;
 
+    if (__builtin_expect(gpuic_dev_p2p_words_ok(limit, (uint64_t)(uintptr_t)t->base,
+                                                t->disp_unit, disp, origin, &dst),
+                         1)) {
+        gpuic_dev_p2p_put_words(dst, origin, bytes);
+        return MPI_SUCCESS;
+    }
+    rc = gpuic_dev_target_range(t, disp, bytes, 1, &dst);
     if (__builtin_expect(rc != MPI_SUCCESS, 0)) {
         return gpuic_dev_settled(t, rc);
     }
@@ -677,6 +853,27 @@ __device__ static inline int MPIX_Put_target_device(const MPIX_Device_target *t,
 /** MPIX_Get_device on a resolved target. */
 __device__ static inline int MPIX_Get_target_device(const MPIX_Device_target *t, void *origin,
                                                     size_t bytes, MPI_Aint disp)
+{
+    char *src = NULL;
+
+    if (bytes == sizeof(uint64_t)) {
+        uint64_t v;
+        int64_t limit = gpuic_dev_p2p_limit((t->status == MPI_SUCCESS) & !t->proxy, t->size,
+                                            t->disp_unit, bytes);
+        bool ok = gpuic_dev_p2p_words_ok(limit, (uint64_t)(uintptr_t)t->base, t->disp_unit,
+                                         disp, origin, &src);
+
+        if (__builtin_expect(gpuic_dev_p2p_get_word(ok, src, &v), 1)) {
+            *(uint64_t *)origin = v;
+            return MPI_SUCCESS;
+        }
+    }
+    return gpuic_dev_get_target_full(t, origin, bytes, disp);
+}
+
+/* The full path of MPIX_Get_target_device (any size, the proxy path, every check recorded). */
+__device__ static inline int gpuic_dev_get_target_full(const MPIX_Device_target *t, void *origin,
+                                                       size_t bytes, MPI_Aint disp)
 {
     char *src = NULL;
     int rc = gpuic_dev_target_range(t, disp, bytes, 1, &src);
