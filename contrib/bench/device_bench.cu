@@ -130,7 +130,7 @@ static const char *const proxy_pv_names[] = {
     "osc_gpuic_proxy_queue_full_waits", "osc_gpuic_proxy_validation_failures",
     "osc_gpuic_proxy_busy_ns"};
 #define PROXY_PV_COUNT 6
-static MPI_T_pvar_session proxy_pv_session;
+static MPI_T_pvar_session proxy_pv_session = MPI_T_PVAR_SESSION_NULL;
 static MPI_T_pvar_handle proxy_pv_handles[PROXY_PV_COUNT];
 static bool proxy_pv_found[PROXY_PV_COUNT];
 
@@ -172,6 +172,22 @@ static void proxy_pv_read(unsigned long long v[PROXY_PV_COUNT])
             MPI_T_pvar_read(proxy_pv_session, proxy_pv_handles[k], &v[k]);
         }
     }
+}
+
+/* Frees the counters' handles and the session and ends the tool interface; before
+ * MPI_Finalize, which unloads the component whose counters the handles name. */
+static void proxy_pv_close(void)
+{
+    for (int k = 0; k < PROXY_PV_COUNT; ++k) {
+        if (proxy_pv_found[k]) {
+            MPI_T_pvar_handle_free(proxy_pv_session, &proxy_pv_handles[k]);
+            proxy_pv_found[k] = false;
+        }
+    }
+    if (proxy_pv_session != MPI_T_PVAR_SESSION_NULL) {
+        MPI_T_pvar_session_free(&proxy_pv_session);
+    }
+    MPI_T_finalize();
 }
 
 __device__ static inline uint64_t now_ns(void)
@@ -736,6 +752,7 @@ int main(int argc, char **argv)
     }
     if (nranks != 2 || cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         if (rank == 0) fprintf(stderr, "device_bench: needs 2 ranks and a GPU\n");
+        proxy_pv_close();
         MPI_Finalize();
         return 1;
     }
@@ -1039,7 +1056,7 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_free(&win);
     if (csv) fclose(csv);
+    proxy_pv_close();
     MPI_Finalize();
-    MPI_T_finalize();
     return 0;
 }
