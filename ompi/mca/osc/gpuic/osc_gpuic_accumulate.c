@@ -588,6 +588,35 @@ static __thread struct {
     uint64_t                      value;
 } ompi_osc_gpuic_acc_guess;
 
+/* The UCX atomic that does the call's op on one element (@p origin NULL: a read), or
+ * GPUIC_ATOMIC_CSWAP where it takes a compare-and-swap loop. */
+static gpuic_atomic_op_t ompi_osc_gpuic_acc_native(const ompi_osc_gpuic_acc_t *acc,
+                                                   const char *origin)
+{
+    bool is_int = (acc->prim->super.flags & OMPI_DATATYPE_FLAG_DATA_TYPE) ==
+                  OMPI_DATATYPE_FLAG_DATA_INT;
+
+    if (origin == NULL) {
+        return GPUIC_ATOMIC_ADD; /* value 0: a read */
+    }
+    if (ompi_osc_gpuic_op_is(acc->op, &ompi_mpi_op_replace.op)) {
+        return GPUIC_ATOMIC_SWAP;
+    }
+    if (is_int && ompi_osc_gpuic_op_is(acc->op, &ompi_mpi_op_sum.op)) {
+        return GPUIC_ATOMIC_ADD;
+    }
+    if (is_int && ompi_osc_gpuic_op_is(acc->op, &ompi_mpi_op_band.op)) {
+        return GPUIC_ATOMIC_AND;
+    }
+    if (is_int && ompi_osc_gpuic_op_is(acc->op, &ompi_mpi_op_bor.op)) {
+        return GPUIC_ATOMIC_OR;
+    }
+    if (is_int && ompi_osc_gpuic_op_is(acc->op, &ompi_mpi_op_bxor.op)) {
+        return GPUIC_ATOMIC_XOR;
+    }
+    return GPUIC_ATOMIC_CSWAP;
+}
+
 /*
  * One aligned element of 4 or 8 bytes through UCX atomics: the native one where the op is an
  * integer add, and, or, xor, swap or read; else a compare-and-swap loop.
@@ -595,29 +624,12 @@ static __thread struct {
 static int ompi_osc_gpuic_acc_elem_ucx(ompi_osc_gpuic_acc_t *acc, uint64_t raddr,
                                        const char *origin, char *old)
 {
-    bool is_int = (acc->prim->super.flags & OMPI_DATATYPE_FLAG_DATA_TYPE) ==
-                  OMPI_DATATYPE_FLAG_DATA_INT;
     uint64_t value = origin != NULL ? ompi_osc_gpuic_acc_to_word(origin, acc->esize) : 0;
     uint64_t cur = 0, seen = 0;
     char next[8];
-    gpuic_atomic_op_t native;
+    gpuic_atomic_op_t native = ompi_osc_gpuic_acc_native(acc, origin);
     int rc;
 
-    if (origin == NULL) {
-        native = GPUIC_ATOMIC_ADD; /* value 0: a read */
-    } else if (ompi_osc_gpuic_op_is(acc->op, &ompi_mpi_op_replace.op)) {
-        native = GPUIC_ATOMIC_SWAP;
-    } else if (is_int && ompi_osc_gpuic_op_is(acc->op, &ompi_mpi_op_sum.op)) {
-        native = GPUIC_ATOMIC_ADD;
-    } else if (is_int && ompi_osc_gpuic_op_is(acc->op, &ompi_mpi_op_band.op)) {
-        native = GPUIC_ATOMIC_AND;
-    } else if (is_int && ompi_osc_gpuic_op_is(acc->op, &ompi_mpi_op_bor.op)) {
-        native = GPUIC_ATOMIC_OR;
-    } else if (is_int && ompi_osc_gpuic_op_is(acc->op, &ompi_mpi_op_bxor.op)) {
-        native = GPUIC_ATOMIC_XOR;
-    } else {
-        native = GPUIC_ATOMIC_CSWAP;
-    }
     if (native != GPUIC_ATOMIC_CSWAP) {
         rc = ompi_osc_gpuic_acc_ucx_fetch(acc, native, value, 0, raddr, &cur);
         if (rc == OMPI_SUCCESS) {
@@ -625,21 +637,13 @@ static int ompi_osc_gpuic_acc_elem_ucx(ompi_osc_gpuic_acc_t *acc, uint64_t raddr
         }
         return rc;
     }
-    /* The loop starts from a guess: what this thread last left there, else, for a same-node
-     * peer, the element read by cross-memory copy (no wait for the target's progress, which a
-     * compare-and-swap that fails on a blind guess would cost once more), else 0.  A wrong or
-     * torn guess only costs one more round. */
-    cur = 0;
-    if (ompi_osc_gpuic_acc_guess.module == acc->module &&
-        ompi_osc_gpuic_acc_guess.target == acc->target && ompi_osc_gpuic_acc_guess.raddr == raddr) {
-        cur = ompi_osc_gpuic_acc_guess.value;
-    } else {
-        int pid = __atomic_load_n(&acc->module->peers[acc->target].cma_pid, __ATOMIC_RELAXED);
-
-        if (pid > 0 && gpuic_cma_copy(pid, next, raddr, acc->esize, 0) == GPUIC_OK) {
-            cur = ompi_osc_gpuic_acc_to_word(next, acc->esize);
-        }
-    }
+    /* The loop starts from a guess (what this thread last saw there): a wrong one costs what a
+     * first read would, and the common case of one origin updating an element saves it. */
+    cur = ompi_osc_gpuic_acc_guess.module == acc->module &&
+                  ompi_osc_gpuic_acc_guess.target == acc->target &&
+                  ompi_osc_gpuic_acc_guess.raddr == raddr
+              ? ompi_osc_gpuic_acc_guess.value
+              : 0;
     for (;;) {
         ompi_osc_gpuic_acc_from_word(old, cur, acc->esize);
         memcpy(next, old, acc->esize);
@@ -659,14 +663,14 @@ static int ompi_osc_gpuic_acc_elem_ucx(ompi_osc_gpuic_acc_t *acc, uint64_t raddr
 }
 
 /*
- * Whether a single element at @p target is better updated under the accumulate lock (the bulk
- * path, by cross-memory copies) than by a UCX atomic: on a window whose processes map each
- * other's state blocks but not each other's memory (MPI_Win_create on a node), the lock is CPU
- * atomics and the element a cross-memory copy away, so nothing waits for the target's
- * progress, where UCX emulates atomics on such memory through it, one round trip each (a
- * compare-and-swap loop two or more).  A process's calls on its own memory keep UCX's atomic
- * (no progress of another process involved), which stays atomic with everyone else's through
- * the lock word, whatever kind of atomic UCX uses.
+ * Whether a single element at @p target that UCX would update by a compare-and-swap loop is
+ * better updated under the accumulate lock (the bulk path, by cross-memory copies): on a
+ * window whose processes map each other's state blocks but not each other's memory
+ * (MPI_Win_create on a node), the lock is CPU atomics and the element a cross-memory copy away,
+ * so the call waits for no other process, where UCX emulates atomics on such memory through
+ * the target's progress and the loop takes two or more of them.  Calls that one UCX atomic
+ * does (integer sum and bitwise ops, replace, reads, compare-and-swap) keep it: with the target
+ * inside MPI it answers in a fraction of the two system calls the lock path costs.
  */
 static bool ompi_osc_gpuic_acc_prefers_lock(const ompi_osc_gpuic_module_t *module, int target,
                                             const ompi_osc_gpuic_region_t *region)
@@ -699,7 +703,8 @@ static bool ompi_osc_gpuic_acc_single(ompi_osc_gpuic_acc_t *acc, const char *ori
                taddr % acc->esize != 0) {
         return false;
     }
-    if (ompi_osc_gpuic_acc_prefers_lock(module, acc->target, acc->region)) {
+    if (ompi_osc_gpuic_acc_native(acc, origin) == GPUIC_ATOMIC_CSWAP &&
+        ompi_osc_gpuic_acc_prefers_lock(module, acc->target, acc->region)) {
         return false;
     }
     rc = ompi_osc_gpuic_acc_enter(module, acc->target);
@@ -1028,8 +1033,7 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
     }
     if (module->all_direct ? ompi_osc_gpuic_acc_atomic_class(
                                  esize, (char *)region->direct + (raddr - region->base))
-                           : !region->gpu && (esize == 4 || esize == 8) && raddr % esize == 0 &&
-                                 !ompi_osc_gpuic_acc_prefers_lock(module, target, region)) {
+                           : !region->gpu && (esize == 4 || esize == 8) && raddr % esize == 0) {
         /* One atomic, announced like every single-element atomic. */
         rc = ompi_osc_gpuic_acc_enter(module, target);
         if (rc != OMPI_SUCCESS) {
