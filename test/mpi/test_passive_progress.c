@@ -10,7 +10,9 @@
  * gpuic promises not to wait for the target (README, "Accumulate atomicity": those that UCX
  * would do by a compare-and-swap loop, and those of several elements): a double
  * MPI_Accumulate SUM, a double MPI_Fetch_and_op SUM, a 4-element MPI_Accumulate and an int64
- * MPI_Get_accumulate MAX, and flushes them.  Each target then checks its window.
+ * MPI_Get_accumulate MAX, and flushes them; with osc_gpuic_async_progress=1 (a thread serves
+ * the UCX atomics that one-atomic calls take) also an int64 MPI_Fetch_and_op SUM and an
+ * MPI_Compare_and_swap.  Each target then checks its window.
  * Targets on other (emulated) nodes are reached through UCX, whose transport
  * may need their progress (README, "A process that dies"): only their data is
  * checked.
@@ -34,6 +36,10 @@
 #define ACC_FOP  (2 * RUN + 1) /* a double, +1.0 a round by fetch_and_op */
 #define ACC_MAX  (2 * RUN + 2) /* MAX of the round numbers, by get_accumulate */
 #define ACC_VEC  (2 * RUN + 3) /* 4 words, +1 each a round */
+#define ACC_IFOP (2 * RUN + 7) /* +1 a round by fetch_and_op (with async progress) */
+#define ACC_CAS  (2 * RUN + 8) /* r -> r + 1 by compare_and_swap (with async progress) */
+
+static int async_progress; /* osc_gpuic_async_progress=1: the one-atomic calls too */
 
 static int64_t word(int target, int round, int i)
 {
@@ -59,6 +65,17 @@ static void acc_run(MPI_Win win, int t, int r)
                              MPI_INT64_T, MPI_MAX, win) == MPI_SUCCESS);
     CHECK(MPI_Win_flush(t, win) == MPI_SUCCESS);
     CHECK(old == (r > 0 ? r - 1 : 0));
+    if (async_progress) {
+        int64_t inc = 1, next = r + 1, expect = r, prev = -1;
+
+        old = -1;
+        CHECK(MPI_Fetch_and_op(&inc, &old, MPI_INT64_T, t, ACC_IFOP, MPI_SUM, win) ==
+              MPI_SUCCESS);
+        CHECK(MPI_Compare_and_swap(&next, &expect, &prev, MPI_INT64_T, t, ACC_CAS, win) ==
+              MPI_SUCCESS);
+        CHECK(MPI_Win_flush(t, win) == MPI_SUCCESS);
+        CHECK(old == r && prev == r);
+    }
 }
 
 /* One round with target @p t: puts and a flush, puts, a local flush and a flush, gets and a
@@ -104,11 +121,13 @@ int main(int argc, char **argv)
     volatile double sink = 0;
     const char *e = getenv("OMPI_MCA_osc_gpuic_emulate_nodes");
     int emulate = e != NULL ? atoi(e) : 0;
+    const char *a = getenv("OMPI_MCA_osc_gpuic_async_progress");
     MPI_Win win;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
+    async_progress = a != NULL && (strcmp(a, "1") == 0 || strcmp(a, "true") == 0);
     if (n > 64) {
         if (rank == 0) {
             printf("test_passive_progress: at most 64 ranks: FAIL\n");
@@ -175,6 +194,7 @@ int main(int argc, char **argv)
         memcpy(&d, &base[ACC_FOP], sizeof(d));
         CHECK(d == (double)ROUNDS);
         CHECK(base[ACC_MAX] == ROUNDS - 1);
+        CHECK(!async_progress || (base[ACC_IFOP] == ROUNDS && base[ACC_CAS] == ROUNDS));
         for (i = 0; i < 4; ++i) {
             CHECK(base[ACC_VEC + i] == ROUNDS);
         }
