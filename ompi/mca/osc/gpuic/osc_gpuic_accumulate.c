@@ -702,9 +702,8 @@ static bool ompi_osc_gpuic_acc_single(ompi_osc_gpuic_acc_t *acc, const char *ori
     } else if (acc->region->gpu || (acc->esize != 4 && acc->esize != 8) ||
                taddr % acc->esize != 0) {
         return false;
-    }
-    if (ompi_osc_gpuic_acc_native(acc, origin) == GPUIC_ATOMIC_CSWAP &&
-        ompi_osc_gpuic_acc_prefers_lock(module, acc->target, acc->region)) {
+    } else if (ompi_osc_gpuic_acc_prefers_lock(module, acc->target, acc->region) &&
+               ompi_osc_gpuic_acc_native(acc, origin) == GPUIC_ATOMIC_CSWAP) {
         return false;
     }
     rc = ompi_osc_gpuic_acc_enter(module, acc->target);
