@@ -5,7 +5,7 @@
  *   mpirun -np 2 --mca osc gpuic device_bench [--iters N] [--csv FILE] [--host-window]
  *                                             [--label NAME] [--latency-only] [--max-bytes N] [--memcpy-peer]
  *                                             [--bw-chunk N] [--bw-only] [--rate-only] [--rate-words N]
- *                                             [--quick]
+ *                                             [--quick] [--bw-blocks N] [--bw-spread]
  *
  * --quick runs the rank-0 latency rows (put + flush, get, fetch-add, their resolved forms), the
  * message-rate rows and the get's dissection (dissect_get_*) alone, for side-by-side runs of
@@ -20,6 +20,9 @@
  * (work-queue entries executed by the proxy thread); rows are then labelled "proxy" (or
  * --label), and the floors that need a device mapping of the peer are left out.  With
  * OMPI_MCA_osc_gpuic_device_proxy=1 a GPU window's data goes through the proxy too.
+ * --bw-blocks N (default 132) sets put_bw's grid; --bw-spread prints, for each bandwidth row,
+ * the fastest, median and slowest launch and, on the proxy path, the proxy thread's entries,
+ * rounds, idle pauses and busy share over the row (where a slow row loses its time).
  * --max-bytes N (default 16 MiB) bounds the put_bw sizes, 8 B times powers of 4 (the largest
  * default row is 8 MiB; above 16 MiB, N itself is the last row); above 16 MiB the window grows
  * by N bytes and the bandwidth puts go to that extra part.  --memcpy-peer adds the copy-engine floor
@@ -99,6 +102,8 @@ static int rate_words = 1 << 20; /* --rate-words N: the message-rate puts go to 
 /* --bw-chunk N: put_bw blocks take N-byte chunks round-robin (0: one slice each).  Across
  * NVLink (two H200s, 256 MiB) slices ran at 346 GB/s, 256 KiB .. 4 MiB chunks at 368-370. */
 static size_t bw_chunk = 256u << 10;
+static int bw_blocks = 132;  /* --bw-blocks N: put_bw's grid */
+static bool bw_spread;       /* --bw-spread: launch times and proxy counters of each bw row */
 
 /* Fills window bytes: the window is device memory, or host memory with --host-window. */
 static void win_memset(char *p, int byte, size_t len)
@@ -453,39 +458,66 @@ __global__ void k_get_bw(MPIX_Win_device win, int peer, char *dst, size_t bytes,
     }
 }
 
+/* qsort order of floats */
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
 /*
  * Times @p reps launches, after one that warms up, of @p blocks blocks of 1024 threads putting
  * (k_bw, chunks of @p chunk) or getting (k_get_bw) @p bytes; returns GB/s, or -1 when a launch
  * failed (too many registers for 1024 threads: it would otherwise read as a huge bandwidth).
+ * With --bw-spread it also prints the launches' spread and the proxy's counters over them.
  */
 static double bw_measure(MPIX_Win_device h, int peer, char *d_src, size_t bytes, size_t bw_off,
                          int blocks, size_t chunk, bool get, int reps)
 {
-    cudaEvent_t e0, e1;
+    cudaEvent_t *ev = (cudaEvent_t *)malloc((reps + 2) * sizeof(*ev));
+    float *lap = (float *)malloc((reps + 1) * sizeof(*lap));
+    unsigned long long pv0[PROXY_PV_COUNT], pv1[PROXY_PV_COUNT];
     cudaError_t err;
     float ms = 0;
 
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
+    for (int r = 0; r <= reps + 1; ++r) {
+        cudaEventCreate(&ev[r]);
+    }
+    proxy_pv_read(pv0);
     for (int r = 0; r <= reps; ++r) {
-        if (r == 1) cudaEventRecord(e0); /* the first launch warms up */
+        cudaEventRecord(ev[r]); /* ev[1] .. ev[reps + 1]: the timed launches (the first warms up) */
         if (get) {
             k_get_bw<<<blocks, 1024>>>(h, peer, d_src, bytes, bw_off);
         } else {
             k_bw<<<blocks, 1024>>>(h, peer, d_src, bytes, bw_off, chunk);
         }
     }
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
+    cudaEventRecord(ev[reps + 1]);
+    cudaEventSynchronize(ev[reps + 1]);
+    proxy_pv_read(pv1);
     err = cudaGetLastError();
     if (err == cudaSuccess) {
-        cudaEventElapsedTime(&ms, e0, e1);
+        cudaEventElapsedTime(&ms, ev[1], ev[reps + 1]);
+        if (bw_spread) {
+            for (int r = 1; r <= reps; ++r) {
+                cudaEventElapsedTime(&lap[r - 1], ev[r], ev[r + 1]);
+            }
+            qsort(lap, reps, sizeof(lap[0]), cmp_float);
+            printf("# %s %zu B, %d blocks: launches %.3f / %.3f / %.3f ms (fastest / median / "
+                   "slowest of %d); proxy: %llu entries, %llu rounds, %llu pauses, busy %.0f%%\n",
+                   get ? "get_bw" : "put_bw", bytes, blocks, lap[0], lap[reps / 2],
+                   lap[reps - 1], reps, pv1[0] - pv0[0], pv1[1] - pv0[1], pv1[2] - pv0[2],
+                   ms > 0 ? 100.0 * (double)(pv1[5] - pv0[5]) / (ms * 1e6) : 0.0);
+        }
     } else {
         fprintf(stderr, "device_bench: %s at %zu bytes from %d blocks: %s\n",
                 get ? "k_get_bw" : "k_bw", bytes, blocks, cudaGetErrorString(err));
     }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
+    for (int r = 0; r <= reps + 1; ++r) {
+        cudaEventDestroy(ev[r]);
+    }
+    free(ev);
+    free(lap);
     return err == cudaSuccess ? bytes * (double)reps / (ms * 1e-3) / 1e9 : -1;
 }
 
@@ -745,6 +777,8 @@ int main(int argc, char **argv)
             max_bytes = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--memcpy-peer")) memcpy_peer = true;
         else if (!strcmp(argv[i], "--bw-chunk") && i + 1 < argc) bw_chunk = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--bw-blocks") && i + 1 < argc) bw_blocks = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--bw-spread")) bw_spread = true;
         else if (!strcmp(argv[i], "--host-window")) {
             host_window = true;
             if (!strcmp(label, "gpuic")) label = "proxy";
@@ -757,6 +791,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (max_bytes < 8) max_bytes = 8;
+    if (bw_blocks < 1) bw_blocks = 1;
     if (rate_words < 1 || rate_words > (1 << 20)) rate_words = 1 << 20;
     while (rate_words & (rate_words - 1)) rate_words &= rate_words - 1; /* a power of two */
     if (max_bytes > BW_DEFAULT_MAX) {
@@ -951,7 +986,7 @@ int main(int argc, char **argv)
         for (int get = 0; get < kinds; ++get) {
             for (size_t bytes = 8; bytes <= max_bytes;
                  bytes = bw_next_size(bytes, max_bytes)) {
-                double gbs = bw_measure(h, peer, d_src, bytes, bw_off, 132, bw_chunk, get,
+                double gbs = bw_measure(h, peer, d_src, bytes, bw_off, bw_blocks, bw_chunk, get,
                                         bytes < (1 << 20) ? 200 : 20);
                 if (gbs < 0) {
                     break;

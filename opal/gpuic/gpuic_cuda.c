@@ -442,17 +442,15 @@ gpuic_status_t gpuic_cuda_memcpy(void *dst, const void *src, size_t len)
     return status;
 }
 
-gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t len)
+gpuic_status_t gpuic_cuda_copies_independent(const gpuic_cuda_copy_t *copies, unsigned n)
 {
     /* one stream per thread that copies this way (the proxy thread): it lives as long as the
      * thread's context */
     static __thread CUstream stream;
+    gpuic_status_t status = GPUIC_OK;
 
     if (!gpuic_cuda_available()) {
         return GPUIC_ERR_NO_DEVICE;
-    }
-    if (len == 0) {
-        return GPUIC_OK;
     }
     if (gpuic_cuda_ensure_context() != GPUIC_OK) {
         return GPUIC_ERR_NO_DEVICE;
@@ -462,14 +460,29 @@ gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t le
                          "cuStreamCreate") != GPUIC_OK) {
         return GPUIC_ERR_NO_DEVICE;
     }
-    gpuic_status_t status = gpuic_cuda_check(
-        gpuic_cuda.memcpy_async((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, len,
-                                stream),
-        "cuMemcpyAsync");
-    if (status == GPUIC_OK) {
-        status = gpuic_cuda_check(gpuic_cuda.stream_synchronize(stream), "cuStreamSynchronize");
+    /* one stream: each copy starts after the previous one has landed, and one wait covers all */
+    for (unsigned i = 0; i < n && status == GPUIC_OK; ++i) {
+        if (copies[i].len != 0) {
+            status = gpuic_cuda_check(
+                gpuic_cuda.memcpy_async((CUdeviceptr)(uintptr_t)copies[i].dst,
+                                        (CUdeviceptr)(uintptr_t)copies[i].src, copies[i].len,
+                                        stream),
+                "cuMemcpyAsync");
+        }
+    }
+    /* also after a failed call: copies already queued must end before their sources go */
+    if (gpuic_cuda_check(gpuic_cuda.stream_synchronize(stream), "cuStreamSynchronize") !=
+        GPUIC_OK) {
+        status = GPUIC_ERR_NO_DEVICE;
     }
     return status;
+}
+
+gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t len)
+{
+    gpuic_cuda_copy_t copy = {dst, src, len};
+
+    return len == 0 ? GPUIC_OK : gpuic_cuda_copies_independent(&copy, 1);
 }
 
 gpuic_status_t gpuic_cuda_mem_range(const void *ptr, uintptr_t *base_p, size_t *size_p)
@@ -934,6 +947,11 @@ gpuic_status_t gpuic_cuda_memcpy(void *dst, const void *src, size_t len)
 gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t len)
 {
     (void)dst; (void)src; (void)len;
+    return GPUIC_ERR_NO_DEVICE;
+}
+gpuic_status_t gpuic_cuda_copies_independent(const gpuic_cuda_copy_t *copies, unsigned n)
+{
+    (void)copies; (void)n;
     return GPUIC_ERR_NO_DEVICE;
 }
 gpuic_status_t gpuic_cuda_mem_range(const void *ptr, uintptr_t *base_p, size_t *size_p)

@@ -123,6 +123,21 @@ gpuic_status_t gpuic_cuda_memcpy(void *dst, const void *src, size_t len);
  */
 gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t len);
 
+/** One copy of gpuic_cuda_copies_independent(). */
+typedef struct gpuic_cuda_copy {
+    void       *dst;
+    const void *src;
+    size_t      len; /**< 0: skipped */
+} gpuic_cuda_copy_t;
+
+/**
+ * The @p n copies on the calling thread's stream of gpuic_cuda_copy_independent(), in order:
+ * each starts after the previous one has landed (what a transport's ordered writes give an
+ * observer that reads the last copy's bytes and then the others'), with one wait for all.
+ * Complete on return, also when one of them failed.
+ */
+gpuic_status_t gpuic_cuda_copies_independent(const gpuic_cuda_copy_t *copies, unsigned n);
+
 /**
  * The allocation that holds device memory at @p ptr: its first byte and size
  * (cuMemGetAddressRange); callable from any thread.

@@ -271,9 +271,9 @@ static gpuic_status_t ompi_osc_gpuic_exec_run(ompi_osc_gpuic_module_t *module,
 }
 
 /*
- * Executes a checked put-with-signal on @p module.  A set: the data, then the signal word, each
- * a driver copy that is complete on return (the signal's copy starts after the data landed), as
- * a transport writes them; the copy engine needs no SM, so a kernel of this GPU that holds
+ * Executes a checked put-with-signal on @p module.  A set: the data, then the signal word, two
+ * driver copies in one stream (the signal's starts after the data landed) with one wait, as a
+ * transport writes them; the copy engine needs no SM, so a kernel of this GPU that holds
  * every SM while it waits for the signal still gets it.  An add must be a device atomic, atomic
  * with the kernels' own updates of the word: the agent executes the data as one command and the
  * update as the next, and finishes a command with a system-scope fence before it takes the
@@ -287,16 +287,11 @@ static gpuic_status_t ompi_osc_gpuic_exec_put_signal(ompi_osc_gpuic_module_t *mo
     int rc = OMPI_SUCCESS;
 
     if (a->acc_op == GPUIC_ACC_REPLACE) {
-        gpuic_status_t status = GPUIC_OK;
+        const gpuic_cuda_copy_t copies[2] = {
+            {(void *)(uintptr_t)a->addr, a->data, a->count},
+            {(void *)(uintptr_t)a->sig_addr, a->compare, sizeof(uint64_t)}};
 
-        if (a->count > 0) {
-            status = gpuic_cuda_copy_independent((void *)(uintptr_t)a->addr, a->data, a->count);
-        }
-        if (status == GPUIC_OK) {
-            status = gpuic_cuda_copy_independent((void *)(uintptr_t)a->sig_addr, a->compare,
-                                                 sizeof(uint64_t));
-        }
-        return status;
+        return gpuic_cuda_copies_independent(copies, 2);
     }
     if (!ompi_osc_gpuic_exec_lock(module)) {
         return GPUIC_ERR_NO_RESOURCE;
