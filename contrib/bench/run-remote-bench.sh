@@ -82,7 +82,7 @@ timed "${mpirun[@]}" "$build/contrib/bench/ucx_floor" --mem cuda --origin cuda -
     --max-bytes $((2 * max_bytes)) --csv "$csv" || echo "ucx_floor failed (exit $?)"
 
 echo "== gpuic device API to the other node's GPU window (device_bench)"
-timed "${mpirun[@]}" "${emul[@]}" "$build/contrib/bench/device_bench" --label remote \
+timed "${mpirun[@]}" "${emul[@]}" "$build/contrib/bench/device_bench" --label remote --bw-spread \
     --iters "$iters" --max-bytes "$max_bytes" --csv "$csv" || echo "device_bench failed (exit $?)"
 
 for flavor in allocate create; do
