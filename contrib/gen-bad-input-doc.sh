@@ -80,6 +80,14 @@ Open MPI's `MPI_Put`, `MPI_Get`, the accumulate family and their request forms r
 flush and flush_local, so the class is the same with `--mca mpi_param_check 0` (osc/pt2pt then
 returns `MPI_ERR_INTERN` for the lock and fails further on).
 
+*Ops and types of the accumulate family*: gpuic checks every accumulate, get_accumulate and
+fetch_and_op (whose op and type Open MPI does not check) before anything moves: `MPI_REPLACE`
+and `MPI_NO_OP` apply to any predefined type, a predefined reduction only to the types for which
+Open MPI's reductions define it (so `MPI_SUM` on `MPI_BYTE` is accepted, as `MPI_Reduce` accepts
+it), a user-defined op to none (`MPI_ERR_OP`).  `MPI_Compare_and_swap` takes the integer,
+logical, multi-language and byte types of MPI 3.1 section 11.3.4.4 (those on which `MPI_BAND` or
+`MPI_LAND` is defined), else `MPI_ERR_TYPE`.
+
 *Zero-size accumulates*: count 0, or a datatype of size 0 on every side, is a no-op in gpuic (as
 MPI 3.1 has it).  Open MPI's argument check of `MPI_Accumulate` and `MPI_Get_accumulate` also
 wants the origin and target types built from one and the same predefined type, whatever the

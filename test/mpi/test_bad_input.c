@@ -210,6 +210,62 @@ static int c_getacc_result_mismatch(bad_ctx_t *t)
     return rc;
 }
 
+static int c_fop_bad_op(bad_ctx_t *t, MPI_Datatype dt, MPI_Op op)
+{
+    int rc;
+    bad_lock(t, t->win1);
+    rc = MPI_Fetch_and_op(bad_obuf(t), bad_obuf(t) + 4, dt, t->peer, 0, op, t->win1);
+    MPI_Win_unlock(t->peer, t->win1);
+    return rc;
+}
+
+static int c_fop_band_double(bad_ctx_t *t) { return c_fop_bad_op(t, MPI_DOUBLE, MPI_BAND); }
+static int c_fop_land_double(bad_ctx_t *t) { return c_fop_bad_op(t, MPI_DOUBLE, MPI_LAND); }
+static int c_fop_maxloc_long(bad_ctx_t *t) { return c_fop_bad_op(t, MPI_LONG, MPI_MAXLOC); }
+
+static void bad_user_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)in, (void)inout, (void)len, (void)dt;
+}
+
+static int c_fop_user_op(bad_ctx_t *t)
+{
+    MPI_Op op;
+    int rc;
+    MPI_Op_create(bad_user_fn, 1, &op);
+    rc = c_fop_bad_op(t, MPI_INT, op);
+    MPI_Op_free(&op);
+    return rc;
+}
+
+static int c_getacc_derived_bad_op(bad_ctx_t *t)
+{
+    MPI_Datatype c2;
+    int rc;
+    MPI_Type_contiguous(2, MPI_DOUBLE, &c2);
+    MPI_Type_commit(&c2);
+    bad_lock(t, t->win1);
+    rc = MPI_Get_accumulate(bad_obuf(t), 1, c2, bad_obuf(t) + 8, 1, c2, t->peer, 0, 1, c2,
+                            MPI_BXOR, t->win1);
+    MPI_Win_unlock(t->peer, t->win1);
+    MPI_Type_free(&c2);
+    return rc;
+}
+
+static int c_cas_type(bad_ctx_t *t, MPI_Datatype dt)
+{
+    int rc;
+    bad_lock(t, t->win1);
+    rc = MPI_Compare_and_swap(bad_obuf(t), bad_obuf(t) + 4, bad_obuf(t) + 8, dt, t->peer, 0,
+                              t->win1);
+    MPI_Win_unlock(t->peer, t->win1);
+    return rc;
+}
+
+static int c_cas_double(bad_ctx_t *t) { return c_cas_type(t, MPI_DOUBLE); }
+static int c_cas_2int(bad_ctx_t *t) { return c_cas_type(t, MPI_2INT); }
+static int c_cas_complex(bad_ctx_t *t) { return c_cas_type(t, MPI_C_FLOAT_COMPLEX); }
+
 static int c_fop_derived(bad_ctx_t *t)
 {
     MPI_Datatype c2;
@@ -608,6 +664,14 @@ static const bad_case_t bad_cases[] = {
     {"origin 2 int, target 1 double", "MPI_Accumulate", MPI_ERR_ARG, "Open MPI", c_acc_type_mismatch, NULL},
     {"result size differs from origin", "MPI_Get_accumulate", MPI_ERR_TYPE, "gpuic", c_getacc_result_mismatch, NULL},
     {"derived datatype", "MPI_Fetch_and_op", MPI_ERR_TYPE, "gpuic", c_fop_derived, NULL},
+    {"op not defined for the type (BAND on double)", "MPI_Fetch_and_op", MPI_ERR_OP, "gpuic", c_fop_band_double, NULL},
+    {"op not defined for the type (LAND on double)", "MPI_Fetch_and_op", MPI_ERR_OP, "gpuic", c_fop_land_double, NULL},
+    {"op not defined for the type (MAXLOC on long)", "MPI_Fetch_and_op", MPI_ERR_OP, "gpuic", c_fop_maxloc_long, NULL},
+    {"user-defined op", "MPI_Fetch_and_op", MPI_ERR_OP, "gpuic", c_fop_user_op, NULL},
+    {"BXOR on a contiguous type of doubles", "MPI_Get_accumulate", MPI_ERR_OP, "Open MPI (gpuic: the same with mpi_param_check 0)", c_getacc_derived_bad_op, NULL},
+    {"floating-point type (double)", "MPI_Compare_and_swap", MPI_ERR_TYPE, "gpuic", c_cas_double, NULL},
+    {"pair type (MPI_2INT)", "MPI_Compare_and_swap", MPI_ERR_TYPE, "gpuic", c_cas_2int, NULL},
+    {"complex type", "MPI_Compare_and_swap", MPI_ERR_TYPE, "gpuic", c_cas_complex, NULL},
     {"freed window (MPI_WIN_NULL)", "MPI_Put", MPI_ERR_WIN, "Open MPI", c_put_win_null, NULL},
     {"MPI_WIN_NULL", "MPI_Win_lock", MPI_ERR_WIN, "Open MPI", c_lock_win_null, NULL},
     {"no epoch", "MPI_Put", MPI_ERR_RMA_SYNC, "gpuic", c_put_no_epoch, NULL},

@@ -95,6 +95,32 @@ static bool ompi_osc_gpuic_op_is(const struct ompi_op_t *op, const struct ompi_o
     return op == which;
 }
 
+/* Whether Open MPI's table of reduction functions has @p op for the predefined type @p prim. */
+static bool ompi_osc_gpuic_op_defined(struct ompi_op_t *op, struct ompi_datatype_t *prim)
+{
+    char *msg = NULL;
+    bool ok = ompi_op_is_valid(op, prim, &msg, "accumulate");
+
+    free(msg);
+    return ok;
+}
+
+/*
+ * Whether an accumulate-family call may apply @p op to elements of @p prim (predefined): MPI 3.1
+ * section 11.3.4 allows MPI_REPLACE and MPI_NO_OP on any type and a predefined reduction where
+ * it is defined for the type (here: where Open MPI's reductions define it, as MPI_Reduce does),
+ * never a user-defined op.  Open MPI checks MPI_Fetch_and_op for none of it, and an op without
+ * a function for the type would be called through a null pointer.
+ */
+static bool ompi_osc_gpuic_acc_op_valid(struct ompi_op_t *op, struct ompi_datatype_t *prim)
+{
+    if (ompi_osc_gpuic_op_is(op, &ompi_mpi_op_replace.op) ||
+        ompi_osc_gpuic_op_is(op, &ompi_mpi_op_no_op.op)) {
+        return true;
+    }
+    return ompi_op_is_intrinsic(op) && ompi_osc_gpuic_op_defined(op, prim);
+}
+
 /* inout = origin (op) inout, for @p nelem elements at the prim's extent. */
 static void ompi_osc_gpuic_acc_combine(const ompi_osc_gpuic_acc_t *acc, const char *origin,
                                        char *inout, size_t nelem)
@@ -811,6 +837,11 @@ static int ompi_osc_gpuic_acc_run(ompi_osc_gpuic_module_t *module, const void *o
                OMPI_SUCCESS) {
         return MPI_ERR_TYPE;
     }
+    if (!ompi_osc_gpuic_acc_op_valid(op, acc.prim)) {
+        gpuic_log(GPUIC_LOG_DEBUG, "accumulate: %s is not defined on %s", op->o_name,
+                  acc.prim->name);
+        return MPI_ERR_OP;
+    }
     ompi_datatype_type_size(acc.prim, &acc.esize);
     ompi_datatype_get_extent(acc.prim, &lb, &extent);
     acc.extent = (size_t)extent;
@@ -1001,9 +1032,12 @@ int ompi_osc_gpuic_compare_and_swap(const void *origin_addr, const void *compare
     char *t;
     int rc, rc_unlock;
 
-    /* MPI 3.1 section 11.3.4.4: a predefined datatype (Open MPI does not check it). */
-    if (!ompi_datatype_is_predefined(dt)) {
-        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Compare_and_swap with a derived datatype");
+    /* MPI 3.1 section 11.3.4.4: a predefined integer, logical, multi-language or byte type
+     * (Open MPI does not check it): those on which MPI_BAND or MPI_LAND is defined. */
+    if (!ompi_datatype_is_predefined(dt) ||
+        !(ompi_osc_gpuic_op_defined(&ompi_mpi_op_band.op, dt) ||
+          ompi_osc_gpuic_op_defined(&ompi_mpi_op_land.op, dt))) {
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Compare_and_swap on %s", dt->name);
         return MPI_ERR_TYPE;
     }
     rc = ompi_osc_gpuic_begin_op(module, target);
