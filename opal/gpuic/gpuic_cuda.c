@@ -447,10 +447,13 @@ gpuic_status_t gpuic_cuda_copies_independent(const gpuic_cuda_copy_t *copies, un
     /* one stream per thread that copies this way (the proxy thread): it lives as long as the
      * thread's context */
     static __thread CUstream stream;
-    gpuic_status_t status = GPUIC_OK;
+    gpuic_status_t status = GPUIC_OK, sync_status;
 
     if (!gpuic_cuda_available()) {
         return GPUIC_ERR_NO_DEVICE;
+    }
+    if (n == 0) {
+        return GPUIC_OK;
     }
     if (gpuic_cuda_ensure_context() != GPUIC_OK) {
         return GPUIC_ERR_NO_DEVICE;
@@ -471,18 +474,15 @@ gpuic_status_t gpuic_cuda_copies_independent(const gpuic_cuda_copy_t *copies, un
         }
     }
     /* also after a failed call: copies already queued must end before their sources go */
-    if (gpuic_cuda_check(gpuic_cuda.stream_synchronize(stream), "cuStreamSynchronize") !=
-        GPUIC_OK) {
-        status = GPUIC_ERR_NO_DEVICE;
-    }
-    return status;
+    sync_status = gpuic_cuda_check(gpuic_cuda.stream_synchronize(stream), "cuStreamSynchronize");
+    return status != GPUIC_OK ? status : sync_status;
 }
 
 gpuic_status_t gpuic_cuda_copy_independent(void *dst, const void *src, size_t len)
 {
     gpuic_cuda_copy_t copy = {dst, src, len};
 
-    return len == 0 ? GPUIC_OK : gpuic_cuda_copies_independent(&copy, 1);
+    return gpuic_cuda_copies_independent(&copy, len != 0);
 }
 
 gpuic_status_t gpuic_cuda_mem_range(const void *ptr, uintptr_t *base_p, size_t *size_p)
