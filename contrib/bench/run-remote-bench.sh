@@ -23,9 +23,8 @@
 #                      the two nodes); --hosts: UCX's own choice unless set (e.g.
 #                      rc,cuda_copy,gdr_copy)
 #   NVSHMEM_HOME=DIR   NVSHMEM install (default: the nvidia.nvshmem Python package, if any)
-#   UCX_RMA_PPLN_ENABLE  default y for every column: the protocol gpuic's own UCX context takes
-#                      unless the environment says otherwise (README, "GPU windows across
-#                      nodes"), so that raw UCX and NVSHMEM move GPU memory the same way
+#   UCX_RMA_PPLN_ENABLE  passed to every column when set (README, "GPU windows across nodes"),
+#                      so that raw UCX, NVSHMEM and gpuic move GPU memory the same way
 # Writes DIR/results.csv (component,measure,size,value,unit) and DIR/ratios.md (also printed):
 # gpuic beside NVSHMEM-over-UCX and raw UCX for each comparable row, with the issue's targets.
 set -u
@@ -74,12 +73,11 @@ fi
 if [ -n "${UCX_HOME:-}" ]; then
     export LD_LIBRARY_PATH="$UCX_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
-export UCX_RMA_PPLN_ENABLE=${UCX_RMA_PPLN_ENABLE:-y}
-mpirun+=(-x UCX_RMA_PPLN_ENABLE)
+[ -n "${UCX_RMA_PPLN_ENABLE:-}" ] && mpirun+=(-x UCX_RMA_PPLN_ENABLE)
 [ -n "${UCX_TLS:-}" ] && mpirun+=(-x UCX_TLS)
 [ -n "${LD_LIBRARY_PATH:-}" ] && mpirun+=(-x LD_LIBRARY_PATH)
 ucx_version=$( { [ -n "${UCX_HOME:-}" ] && "$UCX_HOME/bin/ucx_info" -v; } 2>/dev/null | head -1)
-echo "UCX_TLS=${UCX_TLS:-UCX-default} UCX_RMA_PPLN_ENABLE=$UCX_RMA_PPLN_ENABLE ${ucx_version:+($ucx_version)}" | tee "$out/ucx.txt"
+echo "UCX_TLS=${UCX_TLS:-UCX-default} UCX_RMA_PPLN_ENABLE=${UCX_RMA_PPLN_ENABLE:-UCX-default} ${ucx_version:+($ucx_version)}" | tee "$out/ucx.txt"
 timed() { timeout 300 "$@"; }
 
 echo "== raw UCX, device memory to device memory (ucx_floor)"

@@ -39,24 +39,6 @@ gpuic_status_t gpuic_status_from_ucs(ucs_status_t status)
     }
 }
 
-/*
- * gpuic's own choices among UCX's settings, each left to the user when the environment sets
- * it.  RMA_PPLN_ENABLE (UCX 1.22 on): a put or get where either side is GPU memory that the
- * transport cannot reach directly (tcp, or a network without GPUDirect RDMA) goes as a
- * rendezvous staged through host memory in a pipeline, instead of UCX's software emulation,
- * which copies and sends each transport segment in turn (docs/performance.md, "GPU windows
- * across nodes").  UCX still picks its direct protocols where they are faster; host-memory
- * transfers never take it; an older UCX without the setting is left as it is.
- */
-static void gpuic_context_config_defaults(ucp_config_t *config)
-{
-    if (getenv("UCX_RMA_PPLN_ENABLE") == NULL &&
-        ucp_config_modify(config, "RMA_PPLN_ENABLE", "y") != UCS_OK) {
-        gpuic_log(GPUIC_LOG_DEBUG, "this UCX has no RMA_PPLN_ENABLE setting: GPU memory "
-                  "reached through a transport without GPU support uses its default protocol");
-    }
-}
-
 gpuic_status_t gpuic_context_create(const gpuic_context_params_t *params, gpuic_context_t **ctx_p)
 {
     ucp_params_t ucp_params = {0};
@@ -75,7 +57,6 @@ gpuic_status_t gpuic_context_create(const gpuic_context_params_t *params, gpuic_
         gpuic_log(GPUIC_LOG_ERROR, "ucp_config_read failed: %s", ucs_status_string(st));
         goto err_free;
     }
-    gpuic_context_config_defaults(config);
     ucp_params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     /* active messages: remote calls (gpuic_call.h) */
     ucp_params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 |
