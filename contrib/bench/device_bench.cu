@@ -6,6 +6,7 @@
  *                                             [--label NAME] [--latency-only] [--max-bytes N] [--memcpy-peer]
  *                                             [--bw-chunk N] [--bw-only] [--rate-only] [--rate-words N]
  *                                             [--quick] [--bw-blocks N] [--bw-spread]
+ *                                             [--bw-idle-blocks N]
  *
  * --quick runs the rank-0 latency rows (put + flush, get, fetch-add, their resolved forms), the
  * message-rate rows and the get's dissection (dissect_get_*) alone, for side-by-side runs of
@@ -23,6 +24,8 @@
  * --bw-blocks N (default 132) sets put_bw's grid; --bw-spread prints, for each bandwidth row,
  * the fastest, median and slowest launch and, on the proxy path, the proxy thread's entries,
  * rounds, idle pauses and busy share over the row (where a slow row loses its time).
+ * --bw-idle-blocks N adds put_bw_1block_idleN: the one block's put while N more blocks of the
+ * same launch only wait for it (whether a grid that waits slows the transfer itself).
  * --max-bytes N (default 16 MiB) bounds the put_bw sizes, 8 B times powers of 4 (the largest
  * default row is 8 MiB; above 16 MiB, N itself is the last row); above 16 MiB the window grows
  * by N bytes and the bandwidth puts go to that extra part.  --memcpy-peer adds the copy-engine floor
@@ -54,6 +57,7 @@
  *                             from one block of 1024 threads, then a flush (on the proxy path:
  *                             one call large enough to go without staging)
  *   gpuic get_bw_1block       the same with one MPIX_Get_device_block (proxy runs too)
+ *   gpuic put_bw_1block_idleN (--bw-idle-blocks N) put_bw_1block beside N blocks that wait
  *   floor ipc_store_pingpong  raw stores + fence through the same CUDA IPC mapping, one way
  *   floor gpu_cpu_gpu_rtt     kernel -> host thread -> kernel through mapped pinned memory
  *                             (the suffixed rows: other store, fence and load flavours,
@@ -104,6 +108,8 @@ static int rate_words = 1 << 20; /* --rate-words N: the message-rate puts go to 
 static size_t bw_chunk = 256u << 10;
 static int bw_blocks = 132;  /* --bw-blocks N: put_bw's grid */
 static bool bw_spread;       /* --bw-spread: launch times and proxy counters of each bw row */
+static int bw_idle_blocks;   /* --bw-idle-blocks N: the one block's put beside N waiting blocks */
+static unsigned *idle_done;  /* k_bw_idle's word (device memory) */
 
 /* Fills window bytes: the window is device memory, or host memory with --host-window. */
 static void win_memset(char *p, int byte, size_t len)
@@ -447,6 +453,26 @@ __global__ void __launch_bounds__(1024) k_bw(MPIX_Win_device win, int peer, cons
     if (threadIdx.x == 0) MPIX_Win_flush_device(peer, win);
 }
 
+/* One block puts @p bytes whole and flushes while the grid's other blocks wait for it on
+ * @p done (a device word, 0 before the launch), napping: whether blocks that only wait slow a
+ * transfer the proxy makes (--bw-idle-blocks). */
+__global__ void __launch_bounds__(1024) k_bw_idle(MPIX_Win_device win, int peer, const char *src,
+                                                  size_t bytes, size_t win_off,
+                                                  unsigned *done)
+{
+    if (blockIdx.x == 0) {
+        MPIX_Put_device_block(src, bytes, peer, (MPI_Aint)win_off, win);
+        if (threadIdx.x == 0) {
+            MPIX_Win_flush_device(peer, win);
+            atomicExch(done, 1u);
+        }
+    } else if (threadIdx.x == 0) {
+        while (atomicAdd(done, 0u) == 0) {
+            __nanosleep(1000);
+        }
+    }
+}
+
 /* The same with gets: each block reads its slice of the peer's window (remote loads). */
 __global__ void k_get_bw(MPIX_Win_device win, int peer, char *dst, size_t bytes,
                          size_t win_off)
@@ -472,7 +498,7 @@ static int cmp_float(const void *a, const void *b)
  * With --bw-spread it also prints the launches' spread and the proxy's counters over them.
  */
 static double bw_measure(MPIX_Win_device h, int peer, char *d_src, size_t bytes, size_t bw_off,
-                         int blocks, size_t chunk, bool get, int reps)
+                         int blocks, size_t chunk, bool get, int reps, int idle = 0)
 {
     cudaEvent_t *ev = (cudaEvent_t *)malloc((reps + 2) * sizeof(*ev));
     float *lap = (float *)malloc((reps + 1) * sizeof(*lap));
@@ -486,7 +512,10 @@ static double bw_measure(MPIX_Win_device h, int peer, char *d_src, size_t bytes,
     proxy_pv_read(pv0);
     for (int r = 0; r <= reps; ++r) {
         cudaEventRecord(ev[r]); /* ev[1] .. ev[reps + 1]: the timed launches (the first warms up) */
-        if (get) {
+        if (idle > 0) {
+            cudaMemsetAsync(idle_done, 0, sizeof(*idle_done));
+            k_bw_idle<<<1 + idle, 1024>>>(h, peer, d_src, bytes, bw_off, idle_done);
+        } else if (get) {
             k_get_bw<<<blocks, 1024>>>(h, peer, d_src, bytes, bw_off);
         } else {
             k_bw<<<blocks, 1024>>>(h, peer, d_src, bytes, bw_off, chunk);
@@ -503,9 +532,10 @@ static double bw_measure(MPIX_Win_device h, int peer, char *d_src, size_t bytes,
                 cudaEventElapsedTime(&lap[r - 1], ev[r], ev[r + 1]);
             }
             qsort(lap, reps, sizeof(lap[0]), cmp_float);
-            printf("# %s %zu B, %d blocks: launches %.3f / %.3f / %.3f ms (fastest / median / "
+            printf("# %s %zu B, %d blocks%s: launches %.3f / %.3f / %.3f ms (fastest / median / "
                    "slowest of %d); proxy: %llu entries, %llu rounds, %llu pauses, busy %.0f%%\n",
-                   get ? "get_bw" : "put_bw", bytes, blocks, lap[0], lap[reps / 2],
+                   get ? "get_bw" : "put_bw", bytes, blocks + idle, idle > 0 ? " (1 putting)" : "",
+                   lap[0], lap[reps / 2],
                    lap[reps - 1], reps, pv1[0] - pv0[0], pv1[1] - pv0[1], pv1[2] - pv0[2],
                    ms > 0 ? 100.0 * (double)(pv1[5] - pv0[5]) / (ms * 1e6) : 0.0);
         }
@@ -779,6 +809,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--bw-chunk") && i + 1 < argc) bw_chunk = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--bw-blocks") && i + 1 < argc) bw_blocks = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bw-spread")) bw_spread = true;
+        else if (!strcmp(argv[i], "--bw-idle-blocks") && i + 1 < argc) bw_idle_blocks = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--host-window")) {
             host_window = true;
             if (!strcmp(label, "gpuic")) label = "proxy";
@@ -1002,6 +1033,20 @@ int main(int argc, char **argv)
             if (gbs >= 0) {
                 row(label, get ? "get_bw_1block" : "put_bw_1block", bytes, gbs, "GB/s");
             }
+        }
+        if (bw_idle_blocks > 0 && !rate_only && !quick) {
+            size_t bytes = max_bytes < (8u << 20) ? max_bytes : (8u << 20);
+            double gbs;
+
+            cudaMalloc((void **)&idle_done, sizeof(*idle_done));
+            gbs = bw_measure(h, peer, d_src, bytes, bw_off, 1, 0, false, 20, bw_idle_blocks);
+            if (gbs >= 0) {
+                char name[64];
+
+                snprintf(name, sizeof(name), "put_bw_1block_idle%d", bw_idle_blocks);
+                row(label, name, bytes, gbs, "GB/s");
+            }
+            cudaFree(idle_done);
         }
     }
     MPI_Win_unlock_all(win);
