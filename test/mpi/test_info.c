@@ -1,6 +1,7 @@
 /*
  * Window info: MPI_Win_get_info reports the keys gpuic honours with the values in effect;
- * MPI_Win_set_info then MPI_Win_get_info round-trips; accumulate_ordering=none and
+ * MPI_Win_set_info then MPI_Win_get_info round-trips, a value a key does not take is left
+ * out; accumulate_ordering=none and
  * accumulate_ops=same_op windows still give correct accumulates; the memory model is
  * MPI_WIN_UNIFIED; zero-size windows, windows on MPI_COMM_SELF and on a sub-communicator, and
  * many windows alive at once work.
@@ -55,6 +56,23 @@ int main(int argc, char **argv)
     MPI_Win_get_info(win, &got);
     CHECK(info_has(got, "accumulate_ordering", "rar,raw"));
     MPI_Info_free(&got);
+
+    /* values a key does not take are not in use: get_info leaves them out */
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "no_locks", "maybe");
+    MPI_Info_set(info, "accumulate_ordering", "rar,,waw");
+    MPI_Info_set(info, "accumulate_ops", "bogus");
+    MPI_Info_set(info, "same_size", "1");
+    MPI_Win_set_info(win, info);
+    MPI_Info_free(&info);
+    MPI_Win_get_info(win, &got);
+    CHECK(info_has(got, "no_locks", NULL));
+    CHECK(info_has(got, "accumulate_ordering", NULL));
+    CHECK(info_has(got, "accumulate_ops", NULL));
+    CHECK(info_has(got, "same_size", "1"));
+    MPI_Info_free(&got);
+    MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win); /* no_locks stayed false */
+    MPI_Win_unlock(0, win);
 
     /* accumulates still right */
     for (int i = 0; i < 64; ++i) base[i] = 0;

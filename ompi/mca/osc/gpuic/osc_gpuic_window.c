@@ -464,22 +464,63 @@ static int ompi_osc_gpuic_decide_direct(ompi_osc_gpuic_module_t *module, int rc)
 }
 
 /*
- * Info keys gpuic honours, so that MPI_Win_get_info reports them after MPI_Win_set_info.  Every
- * accumulate completes at its target before the call returns, which satisfies any
- * accumulate_ordering and accumulate_ops value; same_size and same_disp_unit are hints gpuic
- * has no use for; alloc_shared_noncontig takes effect at creation only.
+ * Info keys gpuic honours, so that MPI_Win_get_info reports them after MPI_Win_set_info.  A
+ * value the key does not take (no_locks=maybe, accumulate_ops=bogus) is rejected: the callback
+ * returns NULL, Open MPI 4.1 then leaves the key out of MPI_Win_get_info (MPI 3.1 11.2.7: only
+ * hints in use are reported) and the setting stays as it was.  Every accumulate completes at
+ * its target before the call returns, which satisfies any accumulate_ordering and
+ * accumulate_ops value; same_size and same_disp_unit are hints gpuic has no use for;
+ * alloc_shared_noncontig takes effect at creation only.
  */
-static char *ompi_osc_gpuic_info_accept(opal_infosubscriber_t *obj, char *key, char *value)
+
+/* A boolean hint (Open MPI's reading of true and false) gpuic does not act on. */
+static char *ompi_osc_gpuic_info_bool(opal_infosubscriber_t *obj, char *key, char *value)
 {
-    return value;
+    bool b;
+
+    return opal_info_value_to_bool(value, &b) == OPAL_SUCCESS ? value : NULL;
+}
+
+/* accumulate_ordering: "none" or a comma-separated list of rar, raw, war and waw (MPI 3.1
+ * 11.2.1). */
+static char *ompi_osc_gpuic_info_acc_ordering(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    const char *p = value;
+
+    if (strcmp(value, "none") == 0) {
+        return value;
+    }
+    for (;;) {
+        if (strncmp(p, "rar", 3) != 0 && strncmp(p, "raw", 3) != 0 &&
+            strncmp(p, "war", 3) != 0 && strncmp(p, "waw", 3) != 0) {
+            return NULL;
+        }
+        p += 3;
+        if (*p == '\0') {
+            return value;
+        }
+        if (*p++ != ',') {
+            return NULL;
+        }
+    }
+}
+
+/* accumulate_ops: same_op or same_op_no_op. */
+static char *ompi_osc_gpuic_info_acc_ops(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    return strcmp(value, "same_op") == 0 || strcmp(value, "same_op_no_op") == 0 ? value : NULL;
 }
 
 static char *ompi_osc_gpuic_info_no_locks(opal_infosubscriber_t *obj, char *key, char *value)
 {
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module((struct ompi_win_t *)obj);
+    bool no_locks;
 
+    if (opal_info_value_to_bool(value, &no_locks) != OPAL_SUCCESS) {
+        return NULL;
+    }
     if (module != NULL) {
-        module->no_locks = strcmp(value, "true") == 0;
+        module->no_locks = no_locks;
     }
     return value;
 }
@@ -503,11 +544,11 @@ static void ompi_osc_gpuic_info_subscribe(ompi_osc_gpuic_module_t *module)
     opal_infosubscribe_subscribe(obj, "no_locks", module->no_locks ? "true" : "false",
                                  ompi_osc_gpuic_info_no_locks);
     opal_infosubscribe_subscribe(obj, "accumulate_ordering", "rar,raw,war,waw",
-                                 ompi_osc_gpuic_info_accept);
+                                 ompi_osc_gpuic_info_acc_ordering);
     opal_infosubscribe_subscribe(obj, "accumulate_ops", "same_op_no_op",
-                                 ompi_osc_gpuic_info_accept);
-    opal_infosubscribe_subscribe(obj, "same_size", "false", ompi_osc_gpuic_info_accept);
-    opal_infosubscribe_subscribe(obj, "same_disp_unit", "false", ompi_osc_gpuic_info_accept);
+                                 ompi_osc_gpuic_info_acc_ops);
+    opal_infosubscribe_subscribe(obj, "same_size", "false", ompi_osc_gpuic_info_bool);
+    opal_infosubscribe_subscribe(obj, "same_disp_unit", "false", ompi_osc_gpuic_info_bool);
     if (module->flavor == MPI_WIN_FLAVOR_SHARED) {
         opal_infosubscribe_subscribe(obj, "alloc_shared_noncontig", "false",
                                      ompi_osc_gpuic_info_creation_only);
