@@ -148,6 +148,7 @@ typedef struct ompi_osc_gpuic_peer {
     char         *state_direct; /**< local mapping of the peer's state block, or NULL */
     int          disp_unit;    /**< the peer's displacement unit */
     int          lock_type;    /**< MPI_LOCK_* held on the peer; negated under NOCHECK; 0: none */
+    bool         lock_pending; /**< an MPI_Win_lock on the peer is waiting for its lock */
     /* UCX operations issued to the peer, and how many of them a completed flush covered: a
      * flush with nothing new to cover costs no UCX call.  Counts, not a flag, so that a
      * thread's flush never returns on the strength of another thread's unfinished one. */
@@ -253,6 +254,10 @@ typedef struct ompi_osc_gpuic_module {
     opal_mutex_t               lock;       /**< guards the epoch fields below */
     ompi_osc_gpuic_epoch_t     epoch;
     int                        locks_held; /**< per-target locks held (EPOCH_LOCK) */
+    /** MPI_Win_lock calls waiting for their target's lock with the mutex released, so that
+     *  the process's other threads' calls go on (MPI_THREAD_MULTIPLE); lock_all waits for
+     *  none of them to be left */
+    int                        locks_pending;
     uint64_t                   ops_since_fence; /**< RMA calls issued in this fence epoch */
     uint64_t                   fences;          /**< MPI_Win_fence barriers passed */
     uint64_t                   ucx_issued;      /**< UCX operations issued to any peer */
@@ -278,6 +283,10 @@ typedef struct ompi_osc_gpuic_module {
     int                        post_n;          /**< -1: no exposure epoch */
     uint64_t                   *posts_seen;     /**< per rank: posts from it consumed by start */
     uint64_t                   *completes_seen; /**< per rank: completes consumed by wait */
+    /* MPI_Win_start waiting for posts, MPI_Win_wait for completes, each with the mutex
+     * released (another thread's calls on the window go on meanwhile) */
+    bool                       start_pending;
+    bool                       wait_pending;
 
     /* shared windows (MPI_Win_allocate_shared) */
     char                       *shm_seg;  /**< the whole segment, mapped here */

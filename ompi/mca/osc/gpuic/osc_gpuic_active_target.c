@@ -148,7 +148,8 @@ int ompi_osc_gpuic_fence(int mpi_assert, struct ompi_win_t *win)
     opal_mutex_lock(&module->lock);
     if (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK ||
         module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL ||
-        module->epoch == OMPI_OSC_GPUIC_EPOCH_START || module->post_n >= 0) {
+        module->epoch == OMPI_OSC_GPUIC_EPOCH_START || module->post_n >= 0 ||
+        module->start_pending || module->locks_pending > 0) {
         opal_mutex_unlock(&module->lock);
         gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_fence inside another epoch");
         return MPI_ERR_RMA_SYNC;
@@ -182,7 +183,8 @@ int ompi_osc_gpuic_start(struct ompi_group_t *group, int mpi_assert, struct ompi
 
     opal_mutex_lock(&module->lock);
     if (!(module->epoch == OMPI_OSC_GPUIC_EPOCH_NONE ||
-          (module->epoch == OMPI_OSC_GPUIC_EPOCH_FENCE && module->ops_since_fence == 0))) {
+          (module->epoch == OMPI_OSC_GPUIC_EPOCH_FENCE && module->ops_since_fence == 0)) ||
+        module->start_pending || module->locks_pending > 0) {
         opal_mutex_unlock(&module->lock);
         gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_start in a conflicting epoch");
         return MPI_ERR_RMA_SYNC;
@@ -192,17 +194,26 @@ int ompi_osc_gpuic_start(struct ompi_group_t *group, int mpi_assert, struct ompi
         opal_mutex_unlock(&module->lock);
         return rc;
     }
-    /* Each target's MPI_Win_post adds one to our counter for it; NOCHECK says it has. */
+    /* Each target's MPI_Win_post adds one to our counter for it; NOCHECK says it has.  The
+     * wait runs without the mutex, so that another thread's exposure epoch on this window
+     * (MPI_Win_post, MPI_Win_wait) goes on meanwhile: it may be what the targets wait for. */
+    module->start_pending = true;
+    opal_mutex_unlock(&module->lock);
     for (i = 0; i < n && !(mpi_assert & MPI_MODE_NOCHECK); ++i) {
         rc = ompi_osc_gpuic_wait_counter(module, ompi_osc_gpuic_state_post_offset(ranks[i]),
                                          &module->posts_seen[ranks[i]],
                                          "MPI_Win_start (waiting for MPI_Win_post)", ranks[i]);
         if (rc != OMPI_SUCCESS) {
-            /* No access epoch opened; posts already consumed stay consumed. */
-            free(ranks);
-            opal_mutex_unlock(&module->lock);
-            return rc;
+            break;
         }
+    }
+    opal_mutex_lock(&module->lock);
+    module->start_pending = false;
+    if (rc != OMPI_SUCCESS) {
+        /* No access epoch opened; posts already consumed stay consumed. */
+        free(ranks);
+        opal_mutex_unlock(&module->lock);
+        return rc;
     }
     for (i = 0; i < n; ++i) {
         module->start_member[ranks[i]] = 1;
@@ -271,12 +282,13 @@ int ompi_osc_gpuic_post(struct ompi_group_t *group, int mpi_assert, struct ompi_
 }
 
 /* Consumes one complete from every origin of the exposure group if all have arrived (or,
- * when @p block, once they have). */
+ * when @p block, once they have).  Called with the mutex held; a blocking call releases it
+ * while it waits. */
 static int ompi_osc_gpuic_exposure_end(ompi_osc_gpuic_module_t *module, bool block, int *flag)
 {
     int i, rc = OMPI_SUCCESS;
 
-    if (module->post_n < 0) {
+    if (module->post_n < 0 || module->wait_pending) {
         gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_wait/test without MPI_Win_post");
         return MPI_ERR_RMA_SYNC;
     }
@@ -293,6 +305,11 @@ static int ompi_osc_gpuic_exposure_end(ompi_osc_gpuic_module_t *module, bool blo
             }
         }
     }
+    /* The wait runs without the mutex, so that another thread's access epoch on this window
+     * (MPI_Win_start, MPI_Win_complete) goes on meanwhile: it may be what the origins wait
+     * for.  wait_pending keeps the exposure epoch this call's. */
+    module->wait_pending = true;
+    opal_mutex_unlock(&module->lock);
     for (i = 0; i < module->post_n && rc == OMPI_SUCCESS; ++i) {
         int o = module->post_ranks[i];
 
@@ -300,6 +317,8 @@ static int ompi_osc_gpuic_exposure_end(ompi_osc_gpuic_module_t *module, bool blo
                                          &module->completes_seen[o],
                                          "MPI_Win_wait (waiting for MPI_Win_complete)", o);
     }
+    opal_mutex_lock(&module->lock);
+    module->wait_pending = false;
     /* A timed-out wait ends the exposure epoch too: the missing origin is presumed gone, and
      * the window can still be used with the others (or freed). */
     free(module->post_ranks);

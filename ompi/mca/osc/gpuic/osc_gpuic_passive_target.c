@@ -335,8 +335,9 @@ static int ompi_osc_gpuic_lock_release(ompi_osc_gpuic_module_t *module, int targ
  * (such a fence opened no epoch: MPI 3.1 section 11.5.1). */
 static bool ompi_osc_gpuic_may_start_passive(const ompi_osc_gpuic_module_t *module)
 {
-    return module->epoch == OMPI_OSC_GPUIC_EPOCH_NONE ||
-           (module->epoch == OMPI_OSC_GPUIC_EPOCH_FENCE && module->ops_since_fence == 0);
+    return !module->start_pending &&
+           (module->epoch == OMPI_OSC_GPUIC_EPOCH_NONE ||
+            (module->epoch == OMPI_OSC_GPUIC_EPOCH_FENCE && module->ops_since_fence == 0));
 }
 
 static bool ompi_osc_gpuic_rank_valid(const ompi_osc_gpuic_module_t *module, int target)
@@ -358,13 +359,22 @@ int ompi_osc_gpuic_lock(int lock_type, int target, int mpi_assert, struct ompi_w
     }
     opal_mutex_lock(&module->lock);
     if (!(module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK || ompi_osc_gpuic_may_start_passive(module)) ||
-        module->peers[target].lock_type != 0) {
+        module->peers[target].lock_type != 0 || module->peers[target].lock_pending) {
         opal_mutex_unlock(&module->lock);
         gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_lock(%d) in a conflicting epoch", target);
         return MPI_ERR_RMA_SYNC;
     }
     if (!(mpi_assert & MPI_MODE_NOCHECK)) {
+        /* The wait for the target's lock word runs without the mutex: another thread of this
+         * process may meanwhile lock and unlock other targets (MPI 3.1 11.5.3), and a thread
+         * holding this window's lock on a third process may be what that process waits for. */
+        module->peers[target].lock_pending = true;
+        module->locks_pending++;
+        opal_mutex_unlock(&module->lock);
         rc = ompi_osc_gpuic_lock_acquire(module, target, lock_type);
+        opal_mutex_lock(&module->lock);
+        module->peers[target].lock_pending = false;
+        module->locks_pending--;
     }
     if (rc == OMPI_SUCCESS) {
         /* Negative: held under MPI_MODE_NOCHECK, nothing was taken at the target. */
@@ -418,7 +428,7 @@ int ompi_osc_gpuic_lock_all(int mpi_assert, struct ompi_win_t *win)
         return MPI_ERR_RMA_SYNC;
     }
     opal_mutex_lock(&module->lock);
-    if (!ompi_osc_gpuic_may_start_passive(module)) {
+    if (!ompi_osc_gpuic_may_start_passive(module) || module->locks_pending > 0) {
         opal_mutex_unlock(&module->lock);
         gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_lock_all in a conflicting epoch");
         return MPI_ERR_RMA_SYNC;
