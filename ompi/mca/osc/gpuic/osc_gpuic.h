@@ -751,6 +751,15 @@ static inline void ompi_osc_gpuic_cma_pend_settle(bool may_wait)
 void ompi_osc_gpuic_cma_pend_forget(ompi_osc_gpuic_module_t *module);
 /** Frees the gatherings (window destruction: completed before by the window's last flush). */
 void ompi_osc_gpuic_cma_pend_free(ompi_osc_gpuic_module_t *module);
+/** Whether an access epoch (lock, lock_all, start) may open, under the window's mutex: none is
+ *  open, or only a fence that issued nothing (such a fence opened no epoch: MPI 3.1 section
+ *  11.5.1), and no MPI_Win_start is waiting for its posts. */
+static inline bool ompi_osc_gpuic_epoch_may_open(const ompi_osc_gpuic_module_t *module)
+{
+    return !module->start_pending &&
+           (module->epoch == OMPI_OSC_GPUIC_EPOCH_NONE ||
+            (module->epoch == OMPI_OSC_GPUIC_EPOCH_FENCE && module->ops_since_fence == 0));
+}
 /** Counts a UCX operation issued: an atomic read-modify-write only where another thread may
  *  count or flush at the same time (MPI_THREAD_MULTIPLE). */
 static inline void ompi_osc_gpuic_issued_add(uint64_t *issued)

@@ -182,9 +182,7 @@ int ompi_osc_gpuic_start(struct ompi_group_t *group, int mpi_assert, struct ompi
     int *ranks, n, i, rc;
 
     opal_mutex_lock(&module->lock);
-    if (!(module->epoch == OMPI_OSC_GPUIC_EPOCH_NONE ||
-          (module->epoch == OMPI_OSC_GPUIC_EPOCH_FENCE && module->ops_since_fence == 0)) ||
-        module->start_pending || module->locks_pending > 0) {
+    if (!ompi_osc_gpuic_epoch_may_open(module) || module->locks_pending > 0) {
         opal_mutex_unlock(&module->lock);
         gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_start in a conflicting epoch");
         return MPI_ERR_RMA_SYNC;

@@ -331,15 +331,6 @@ static int ompi_osc_gpuic_lock_release(ompi_osc_gpuic_module_t *module, int targ
     return rc;
 }
 
-/* A passive epoch may start when none is open, or right after a fence that issued nothing
- * (such a fence opened no epoch: MPI 3.1 section 11.5.1). */
-static bool ompi_osc_gpuic_may_start_passive(const ompi_osc_gpuic_module_t *module)
-{
-    return !module->start_pending &&
-           (module->epoch == OMPI_OSC_GPUIC_EPOCH_NONE ||
-            (module->epoch == OMPI_OSC_GPUIC_EPOCH_FENCE && module->ops_since_fence == 0));
-}
-
 static bool ompi_osc_gpuic_rank_valid(const ompi_osc_gpuic_module_t *module, int target)
 {
     return target >= 0 && target < ompi_comm_size(module->comm);
@@ -358,7 +349,7 @@ int ompi_osc_gpuic_lock(int lock_type, int target, int mpi_assert, struct ompi_w
         return MPI_ERR_RMA_SYNC;
     }
     opal_mutex_lock(&module->lock);
-    if (!(module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK || ompi_osc_gpuic_may_start_passive(module)) ||
+    if (!(module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK || ompi_osc_gpuic_epoch_may_open(module)) ||
         module->peers[target].lock_type != 0 || module->peers[target].lock_pending) {
         opal_mutex_unlock(&module->lock);
         gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_lock(%d) in a conflicting epoch", target);
@@ -428,7 +419,7 @@ int ompi_osc_gpuic_lock_all(int mpi_assert, struct ompi_win_t *win)
         return MPI_ERR_RMA_SYNC;
     }
     opal_mutex_lock(&module->lock);
-    if (!ompi_osc_gpuic_may_start_passive(module) || module->locks_pending > 0) {
+    if (!ompi_osc_gpuic_epoch_may_open(module) || module->locks_pending > 0) {
         opal_mutex_unlock(&module->lock);
         gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_lock_all in a conflicting epoch");
         return MPI_ERR_RMA_SYNC;
