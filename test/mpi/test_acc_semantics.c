@@ -3,7 +3,8 @@
  * MPI_Win_create_dynamic windows:
  *  1. a target datatype that names an element more than once (indexed_block with repeated
  *     displacements, as star-forest reductions make them): every contribution is summed, and
- *     MPI_Get_accumulate returns the successive old values of a repeated element;
+ *     MPI_Get_accumulate returns the target's content from before the call for every entry
+ *     (MPI 3.1 section 11.3.4; what osc/pt2pt and osc/rdma return), a repeated element's too;
  *  2. pair types (FLOAT_INT, DOUBLE_INT, LONG_INT, 2INT, SHORT_INT, LONG_DOUBLE_INT) with
  *     REPLACE, NO_OP, MINLOC and MAXLOC, counts 1 and 8, contiguous and strided targets: both
  *     members land whole, past the padding, and a NO_OP read racing REPLACE writes never
@@ -145,7 +146,8 @@ static void test_repeated(int flavor)
     }
     MPI_Barrier(MPI_COMM_WORLD);
 
-    /* Get_accumulate, one origin at a time: the old values in type-map order. */
+    /* Get_accumulate, one origin at a time: each entry's result is its element before the
+     * call, however often the layout names it. */
     {
         double base_d[3] = {100, 200, 300}, run[3], expect_res[REP_N];
 
@@ -156,7 +158,7 @@ static void test_repeated(int flavor)
         }
         memcpy(run, base_d, sizeof(run));
         for (k = 0; k < REP_N; ++k) {
-            expect_res[k] = run[rep_disp[k]];
+            expect_res[k] = base_d[rep_disp[k]];
             run[rep_disp[k]] += od[k];
         }
         if (rank == 0) {
@@ -176,6 +178,46 @@ static void test_repeated(int flavor)
         for (e = 0; e < 3; ++e) {
             CHECK(got_d[e] == run[e]);
         }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* The same with a pair type whose elements have a gap (DOUBLE_INT, MAXLOC): element 0
+     * named twice, the results the pairs before the call. */
+    {
+        struct { double v; int i; } base_p[2] = {{5, 1}, {7, 2}}, op_p[3] = {{6, 10}, {9, 11},
+                                                                             {1, 12}},
+                                     res_p[3], got_p[2];
+        const int pdisp[3] = {0, 0, 1};
+        MPI_Datatype tdt_p;
+
+        MPI_Type_create_indexed_block(3, 1, pdisp, MPI_DOUBLE_INT, &tdt_p);
+        MPI_Type_commit(&tdt_p);
+        win_write_own(&w, base_p, 0, sizeof(base_p));
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            for (t = 0; t < nranks; ++t) {
+                memset(res_p, 0, sizeof(res_p));
+                MPI_Win_lock(MPI_LOCK_EXCLUSIVE, t, 0, w.win);
+                CHECK(MPI_Get_accumulate(op_p, 3, MPI_DOUBLE_INT, res_p, 3, MPI_DOUBLE_INT, t,
+                                         w.disp0[t], 1, tdt_p, MPI_MAXLOC, w.win) ==
+                      MPI_SUCCESS);
+                MPI_Win_unlock(t, w.win);
+                for (k = 0; k < 3; ++k) {
+                    if (res_p[k].v != base_p[pdisp[k]].v || res_p[k].i != base_p[pdisp[k]].i) {
+                        fprintf(stderr, "[rank 0] %s repeated pairs: result %d is (%g, %d), "
+                                "expected (%g, %d)\n", flavor_name[flavor], k, res_p[k].v,
+                                res_p[k].i, base_p[pdisp[k]].v, base_p[pdisp[k]].i);
+                    }
+                    CHECK(res_p[k].v == base_p[pdisp[k]].v && res_p[k].i == base_p[pdisp[k]].i);
+                }
+            }
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        win_read_own(&w, got_p, 0, sizeof(got_p));
+        /* element 0: max(5, 6, 9) with its index; element 1: max(7, 1) */
+        CHECK(got_p[0].v == 9 && got_p[0].i == 11);
+        CHECK(got_p[1].v == 7 && got_p[1].i == 2);
+        MPI_Type_free(&tdt_p);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     win_close(&w);

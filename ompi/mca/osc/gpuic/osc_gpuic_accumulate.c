@@ -18,7 +18,9 @@
  *
  * Target elements are visited in type-map order and each is combined where it lies, so a
  * target datatype that names an element twice (erroneous in MPI 3.1, but made by real
- * libraries) adds every contribution, and a fetching call returns the successive old values.
+ * libraries) adds every contribution; a fetching call reads every element before it combines
+ * any, so each result is the target's content before the call, as MPI 3.1 section 11.3.4
+ * words it and as Open MPI's other components answer.
  * Every call completes at the target before it returns, which also gives the default
  * accumulate ordering (rar, raw, war, waw) between calls from one origin.
  */
@@ -195,21 +197,46 @@ static int ompi_osc_gpuic_acc_apply_block(char *a, char *b, size_t len, void *ar
     return OMPI_SUCCESS;
 }
 
-/* Combines in place over the target layout (@p tbase, tcount, tdt), addressable here. */
+/*
+ * Combines in place over the target layout (@p tbase, tcount, tdt), addressable here.  A
+ * fetching call over a layout that is not one contiguous range walks it twice, reading every
+ * old element first and then combining: a layout that names an element twice must return its
+ * value from before the call both times.  The caller holds the accumulate lock, so no other
+ * update comes between the two walks.
+ */
 static int ompi_osc_gpuic_acc_apply(ompi_osc_gpuic_acc_t *acc, char *tbase, int tcount,
                                     struct ompi_datatype_t *tdt)
 {
+    bool contiguous = ompi_datatype_is_contiguous_memory_layout(tdt, tcount);
+    const char *obuf = acc->obuf;
+    char *old = acc->old;
     ptrdiff_t lo, hi;
+    int rc;
 
     acc->npieces = 0;
     acc->got = 0;
-    if (acc->extent == acc->esize && ompi_datatype_is_contiguous_memory_layout(tdt, tcount)) {
+    if (acc->extent == acc->esize && contiguous) {
         ompi_osc_gpuic_dt_bounds(tdt, tcount, &lo, &hi);
         return ompi_osc_gpuic_acc_apply_block(ompi_osc_gpuic_acc_anchor, tbase + lo,
                                               acc->nelem * acc->esize, acc);
     }
-    return ompi_osc_gpuic_dt_walk(ompi_osc_gpuic_acc_anchor, (int)acc->nelem, acc->prim, tbase,
-                                  tcount, tdt, ompi_osc_gpuic_acc_apply_block, acc);
+    if (contiguous || old == NULL || obuf == NULL) {
+        return ompi_osc_gpuic_dt_walk(ompi_osc_gpuic_acc_anchor, (int)acc->nelem, acc->prim,
+                                      tbase, tcount, tdt, ompi_osc_gpuic_acc_apply_block, acc);
+    }
+    acc->obuf = NULL; /* the reading walk */
+    rc = ompi_osc_gpuic_dt_walk(ompi_osc_gpuic_acc_anchor, (int)acc->nelem, acc->prim, tbase,
+                                tcount, tdt, ompi_osc_gpuic_acc_apply_block, acc);
+    acc->obuf = obuf;
+    if (rc == OMPI_SUCCESS) {
+        acc->old = NULL; /* the combining walk */
+        acc->npieces = 0;
+        acc->got = 0;
+        rc = ompi_osc_gpuic_dt_walk(ompi_osc_gpuic_acc_anchor, (int)acc->nelem, acc->prim,
+                                    tbase, tcount, tdt, ompi_osc_gpuic_acc_apply_block, acc);
+        acc->old = old;
+    }
+    return rc;
 }
 
 /* Counts a UCX operation to the target for the flush that completes it. */
