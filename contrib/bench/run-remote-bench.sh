@@ -23,8 +23,9 @@
 #                      the two nodes); --hosts: UCX's own choice unless set (e.g.
 #                      rc,cuda_copy,gdr_copy)
 #   NVSHMEM_HOME=DIR   NVSHMEM install (default: the nvidia.nvshmem Python package, if any)
-#   UCX_RMA_PPLN_ENABLE  passed to every column when set (README, "GPU windows across nodes"),
-#                      so that raw UCX, NVSHMEM and gpuic move GPU memory the same way
+#   UCX_RMA_PPLN_ENABLE  passed to every column; unset, y where UCX_HOME's UCX is 1.22 or
+#                      later, as gpuic's own UCX context does (README, "GPU windows across
+#                      nodes"), so that raw UCX, NVSHMEM and gpuic move GPU memory the same way
 # Writes DIR/results.csv (component,measure,size,value,unit) and DIR/ratios.md (also printed):
 # gpuic beside NVSHMEM-over-UCX and raw UCX for each comparable row, with the issue's targets.
 set -u
@@ -73,10 +74,16 @@ fi
 if [ -n "${UCX_HOME:-}" ]; then
     export LD_LIBRARY_PATH="$UCX_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
+ucx_version=$( { [ -n "${UCX_HOME:-}" ] && "$UCX_HOME/bin/ucx_info" -v; } 2>/dev/null | head -1)
+# gpuic's UCX context turns UCX's RMA pipeline on from UCX 1.22 unless the environment says
+# otherwise: the raw UCX and NVSHMEM columns get the same protocol
+ucx_minor=$(echo "$ucx_version" | sed -n 's/.*version: 1\.\([0-9]*\).*/\1/p')
+if [ -z "${UCX_RMA_PPLN_ENABLE:-}" ] && [ "${ucx_minor:-0}" -ge 22 ]; then
+    export UCX_RMA_PPLN_ENABLE=y
+fi
 [ -n "${UCX_RMA_PPLN_ENABLE:-}" ] && mpirun+=(-x UCX_RMA_PPLN_ENABLE)
 [ -n "${UCX_TLS:-}" ] && mpirun+=(-x UCX_TLS)
 [ -n "${LD_LIBRARY_PATH:-}" ] && mpirun+=(-x LD_LIBRARY_PATH)
-ucx_version=$( { [ -n "${UCX_HOME:-}" ] && "$UCX_HOME/bin/ucx_info" -v; } 2>/dev/null | head -1)
 echo "UCX_TLS=${UCX_TLS:-UCX-default} UCX_RMA_PPLN_ENABLE=${UCX_RMA_PPLN_ENABLE:-UCX-default} ${ucx_version:+($ucx_version)}" | tee "$out/ucx.txt"
 timed() { timeout 300 "$@"; }
 

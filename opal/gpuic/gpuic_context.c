@@ -39,6 +39,29 @@ gpuic_status_t gpuic_status_from_ucs(ucs_status_t status)
     }
 }
 
+/*
+ * gpuic's own choices among UCX's settings, each left to the user when the environment sets
+ * it.  RMA_PPLN_ENABLE (UCX 1.22 on): a put or get where either side is GPU memory that the
+ * transport cannot reach directly (tcp, or a network without GPUDirect RDMA) goes as a
+ * rendezvous staged through host memory in a pipeline, instead of UCX's software emulation,
+ * which copies and sends each transport segment in turn (docs/performance.md, "GPU windows
+ * across nodes").  UCX still picks its direct protocols where they are faster; host-memory
+ * transfers never take it.  Only from UCX 1.22, where it was measured: an older UCX accepts
+ * the name here and then warns at every worker's creation that it does not know it.
+ */
+static void gpuic_context_config_defaults(ucp_config_t *config)
+{
+    unsigned major = 0, minor = 0, release = 0;
+
+    ucp_get_version(&major, &minor, &release);
+    if (getenv("UCX_RMA_PPLN_ENABLE") == NULL && (major > 1 || (major == 1 && minor >= 22)) &&
+        ucp_config_modify(config, "RMA_PPLN_ENABLE", "y") != UCS_OK) {
+        gpuic_log(GPUIC_LOG_DEBUG, "UCX %u.%u refused RMA_PPLN_ENABLE=y: GPU memory reached "
+                  "through a transport without GPU support uses its default protocol",
+                  major, minor);
+    }
+}
+
 gpuic_status_t gpuic_context_create(const gpuic_context_params_t *params, gpuic_context_t **ctx_p)
 {
     ucp_params_t ucp_params = {0};
@@ -57,6 +80,7 @@ gpuic_status_t gpuic_context_create(const gpuic_context_params_t *params, gpuic_
         gpuic_log(GPUIC_LOG_ERROR, "ucp_config_read failed: %s", ucs_status_string(st));
         goto err_free;
     }
+    gpuic_context_config_defaults(config);
     ucp_params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     /* active messages: remote calls (gpuic_call.h) */
     ucp_params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 |
