@@ -6,7 +6,8 @@
  *                                             [--label NAME] [--latency-only] [--max-bytes N] [--memcpy-peer]
  *                                             [--bw-chunk N] [--bw-only] [--rate-only] [--rate-words N]
  *                                             [--quick] [--bw-blocks N] [--bw-spread]
- *                                             [--bw-idle-blocks N]
+ *                                             [--bw-idle-blocks N] [--bw-idle-flush]
+ *                                             [--bw-one-flush]
  *
  * --quick runs the rank-0 latency rows (put + flush, get, fetch-add, their resolved forms), the
  * message-rate rows and the get's dissection (dissect_get_*) alone, for side-by-side runs of
@@ -25,7 +26,11 @@
  * the fastest, median and slowest launch and, on the proxy path, the proxy thread's entries,
  * rounds, idle pauses and busy share over the row (where a slow row loses its time).
  * --bw-idle-blocks N adds put_bw_1block_idleN: the one block's put while N more blocks of the
- * same launch only wait for it (whether a grid that waits slows the transfer itself).
+ * same launch only wait for it (whether a grid that waits slows the transfer itself); with
+ * --bw-idle-flush the waiting blocks each call MPIX_Win_flush_device once the put is posted
+ * (they wait for it in the device queue's protocol, as put_bw's blocks do).
+ * --bw-one-flush: put_bw's blocks do not flush each; the last block to finish its puts
+ * flushes once for the grid (whether the grid's flushes slow the transfer).
  * --max-bytes N (default 16 MiB) bounds the put_bw sizes, 8 B times powers of 4 (the largest
  * default row is 8 MiB; above 16 MiB, N itself is the last row); above 16 MiB the window grows
  * by N bytes and the bandwidth puts go to that extra part.  --memcpy-peer adds the copy-engine floor
@@ -57,7 +62,9 @@
  *                             from one block of 1024 threads, then a flush (on the proxy path:
  *                             one call large enough to go without staging)
  *   gpuic get_bw_1block       the same with one MPIX_Get_device_block (proxy runs too)
+ *   gpuic put_bw_one_flush    put_bw with one flush for the grid (--bw-one-flush)
  *   gpuic put_bw_1block_idleN (--bw-idle-blocks N) put_bw_1block beside N blocks that wait
+ *                             (put_bw_1block_idleN_flush with --bw-idle-flush)
  *   floor ipc_store_pingpong  raw stores + fence through the same CUDA IPC mapping, one way
  *   floor gpu_cpu_gpu_rtt     kernel -> host thread -> kernel through mapped pinned memory
  *                             (the suffixed rows: other store, fence and load flavours,
@@ -110,6 +117,9 @@ static int bw_blocks = 132;  /* --bw-blocks N: put_bw's grid */
 static bool bw_spread;       /* --bw-spread: launch times and proxy counters of each bw row */
 static int bw_idle_blocks;   /* --bw-idle-blocks N: the one block's put beside N waiting blocks */
 static unsigned *idle_done;  /* k_bw_idle's word (device memory) */
+static bool bw_idle_flush;   /* --bw-idle-flush: k_bw_idle's waiting blocks flush instead */
+static bool bw_one_flush;    /* --bw-one-flush: k_bw flushes once for the grid */
+static unsigned *bw_arrived; /* k_bw's count of blocks done putting (--bw-one-flush) */
 
 /* Fills window bytes: the window is device memory, or host memory with --host-window. */
 static void win_memset(char *p, int byte, size_t len)
@@ -433,7 +443,8 @@ __device__ static bool block_slice(size_t bytes, size_t *off, size_t *len)
 }
 
 __global__ void __launch_bounds__(1024) k_bw(MPIX_Win_device win, int peer, const char *src,
-                                             size_t bytes, size_t win_off, size_t chunk)
+                                             size_t bytes, size_t win_off, size_t chunk,
+                                             unsigned *arrived)
 {
     /* Chunks of at most @p chunk bytes dealt round-robin, so that the blocks write
      * neighbouring chunks at the same time, and never fewer chunks than blocks: below
@@ -450,25 +461,39 @@ __global__ void __launch_bounds__(1024) k_bw(MPIX_Win_device win, int peer, cons
 
         MPIX_Put_device_block(src + off, len, peer, (MPI_Aint)(win_off + off), win);
     }
-    if (threadIdx.x == 0) MPIX_Win_flush_device(peer, win);
+    /* arrived (--bw-one-flush): the last block to get here flushes what the grid posted (the
+     * fence orders each block's reservations before its count) */
+    if (threadIdx.x == 0 && arrived != NULL) {
+        __threadfence();
+    }
+    if (threadIdx.x == 0 &&
+        (arrived == NULL || atomicAdd(arrived, 1u) == gridDim.x - 1)) {
+        MPIX_Win_flush_device(peer, win);
+    }
 }
 
 /* One block puts @p bytes whole and flushes while the grid's other blocks wait for it on
- * @p done (a device word, 0 before the launch), napping: whether blocks that only wait slow a
- * transfer the proxy makes (--bw-idle-blocks). */
+ * @p done (a device word, 0 before the launch: 1 once the put is posted, 2 once flushed),
+ * napping, or with @p flush by flushing themselves once it is posted: whether blocks that only
+ * wait slow a transfer the proxy makes (--bw-idle-blocks, --bw-idle-flush). */
 __global__ void __launch_bounds__(1024) k_bw_idle(MPIX_Win_device win, int peer, const char *src,
                                                   size_t bytes, size_t win_off,
-                                                  unsigned *done)
+                                                  unsigned *done, bool flush)
 {
     if (blockIdx.x == 0) {
         MPIX_Put_device_block(src, bytes, peer, (MPI_Aint)win_off, win);
+        __syncthreads();
         if (threadIdx.x == 0) {
-            MPIX_Win_flush_device(peer, win);
             atomicExch(done, 1u);
+            MPIX_Win_flush_device(peer, win);
+            atomicExch(done, 2u);
         }
     } else if (threadIdx.x == 0) {
-        while (atomicAdd(done, 0u) == 0) {
+        while (atomicAdd(done, 0u) < (flush ? 1u : 2u)) {
             __nanosleep(1000);
+        }
+        if (flush) {
+            MPIX_Win_flush_device(peer, win);
         }
     }
 }
@@ -514,11 +539,15 @@ static double bw_measure(MPIX_Win_device h, int peer, char *d_src, size_t bytes,
         cudaEventRecord(ev[r]); /* ev[1] .. ev[reps + 1]: the timed launches (the first warms up) */
         if (idle > 0) {
             cudaMemsetAsync(idle_done, 0, sizeof(*idle_done));
-            k_bw_idle<<<1 + idle, 1024>>>(h, peer, d_src, bytes, bw_off, idle_done);
+            k_bw_idle<<<1 + idle, 1024>>>(h, peer, d_src, bytes, bw_off, idle_done,
+                                          bw_idle_flush);
         } else if (get) {
             k_get_bw<<<blocks, 1024>>>(h, peer, d_src, bytes, bw_off);
         } else {
-            k_bw<<<blocks, 1024>>>(h, peer, d_src, bytes, bw_off, chunk);
+            if (bw_arrived != NULL) {
+                cudaMemsetAsync(bw_arrived, 0, sizeof(*bw_arrived));
+            }
+            k_bw<<<blocks, 1024>>>(h, peer, d_src, bytes, bw_off, chunk, bw_arrived);
         }
     }
     cudaEventRecord(ev[reps + 1]);
@@ -810,6 +839,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--bw-blocks") && i + 1 < argc) bw_blocks = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bw-spread")) bw_spread = true;
         else if (!strcmp(argv[i], "--bw-idle-blocks") && i + 1 < argc) bw_idle_blocks = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--bw-idle-flush")) bw_idle_flush = true;
+        else if (!strcmp(argv[i], "--bw-one-flush")) bw_one_flush = true;
         else if (!strcmp(argv[i], "--host-window")) {
             host_window = true;
             if (!strcmp(label, "gpuic")) label = "proxy";
@@ -1014,6 +1045,9 @@ int main(int argc, char **argv)
         /* bandwidth: puts (local loads, remote stores), then on the P2P path gets (remote
          * loads; through the proxy they would double the run's time for no target) */
         int kinds = rate_only || quick ? 0 : !host_window && strcmp(label, "gpuic") == 0 ? 2 : 1;
+        if (bw_one_flush && kinds > 0) {
+            cudaMalloc((void **)&bw_arrived, sizeof(*bw_arrived));
+        }
         for (int get = 0; get < kinds; ++get) {
             for (size_t bytes = 8; bytes <= max_bytes;
                  bytes = bw_next_size(bytes, max_bytes)) {
@@ -1022,9 +1056,12 @@ int main(int argc, char **argv)
                 if (gbs < 0) {
                     break;
                 }
-                row(label, get ? "get_bw" : "put_bw", bytes, gbs, "GB/s");
+                row(label, get ? "get_bw" : bw_one_flush ? "put_bw_one_flush" : "put_bw", bytes,
+                    gbs, "GB/s");
             }
         }
+        cudaFree(bw_arrived);
+        bw_arrived = NULL;
         /* one block, one call: what a single large put or get moves (through the proxy, the
          * transfer the copy engine takes whole) */
         for (int get = 0; get < 2 && !rate_only && !quick; ++get) {
@@ -1043,7 +1080,8 @@ int main(int argc, char **argv)
             if (gbs >= 0) {
                 char name[64];
 
-                snprintf(name, sizeof(name), "put_bw_1block_idle%d", bw_idle_blocks);
+                snprintf(name, sizeof(name), "put_bw_1block_idle%d%s", bw_idle_blocks,
+                         bw_idle_flush ? "_flush" : "");
                 row(label, name, bytes, gbs, "GB/s");
             }
             cudaFree(idle_done);
