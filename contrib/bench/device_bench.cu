@@ -461,15 +461,19 @@ __global__ void __launch_bounds__(1024) k_bw(MPIX_Win_device win, int peer, cons
 
         MPIX_Put_device_block(src + off, len, peer, (MPI_Aint)(win_off + off), win);
     }
-    /* arrived (--bw-one-flush): the last block to get here flushes what the grid posted (the
-     * fence orders each block's reservations before its count) */
-    if (threadIdx.x == 0 && arrived != NULL) {
+    if (threadIdx.x != 0) {
+        return;
+    }
+    /* arrived (--bw-one-flush, a diagnostic): only the last block to get here flushes.  The
+     * API promises a flush completes its own thread's puts; on the proxy path it waits for
+     * every entry reserved before it, which the fence and the count put before it here. */
+    if (arrived != NULL) {
         __threadfence();
+        if (atomicAdd(arrived, 1u) != gridDim.x - 1) {
+            return;
+        }
     }
-    if (threadIdx.x == 0 &&
-        (arrived == NULL || atomicAdd(arrived, 1u) == gridDim.x - 1)) {
-        MPIX_Win_flush_device(peer, win);
-    }
+    MPIX_Win_flush_device(peer, win);
 }
 
 /* One block puts @p bytes whole and flushes while the grid's other blocks wait for it on
