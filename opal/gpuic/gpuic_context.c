@@ -238,6 +238,12 @@ void gpuic_context_set_timeout(gpuic_context_t *ctx, double seconds)
     ctx->timeout_ns = seconds > 0 ? (uint64_t)(seconds * 1e9) : 0;
 }
 
+void gpuic_context_set_alive(gpuic_context_t *ctx, gpuic_context_alive_fn_t alive, void *arg)
+{
+    ctx->alive = alive;
+    ctx->alive_arg = arg;
+}
+
 double gpuic_context_timeout(const gpuic_context_t *ctx)
 {
     return (double)ctx->timeout_ns / 1e9;
@@ -286,7 +292,12 @@ gpuic_status_t gpuic_context_wait_round(gpuic_context_t *ctx, gpuic_wait_t *wait
     }
     quiet = now - wait->quiet_since_ns;
     if (ctx->timeout_ns != 0 && quiet >= ctx->timeout_ns) {
-        return GPUIC_ERR_TIMED_OUT;
+        if (ctx->alive == NULL || !ctx->alive(ctx->alive_arg)) {
+            return GPUIC_ERR_TIMED_OUT;
+        }
+        /* every peer runs: one that has not got there yet; the silence is measured afresh */
+        wait->quiet_since_ns = now;
+        quiet = 0;
     }
     if (quiet < GPUIC_WAIT_YIELD_NS) {
         sched_yield();

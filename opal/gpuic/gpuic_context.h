@@ -73,6 +73,20 @@ gpuic_status_t gpuic_context_flush(gpuic_context_t *ctx);
  */
 void gpuic_context_set_timeout(gpuic_context_t *ctx, double seconds);
 
+/** Tells whether every process a wait of the context can depend on is known to be alive
+ *  (gpuic_context_set_alive()); @p arg is the one given there. */
+typedef bool (*gpuic_context_alive_fn_t)(void *arg);
+
+/**
+ * Sets what a wait asks once it has been silent for the timeout (gpuic_context_set_timeout()):
+ * when @p alive returns true the wait goes on and measures its silence afresh (a peer that is
+ * alive and has not got there yet, which may take as long as it likes); when false, or with no
+ * function (NULL, the default), it gives up with GPUIC_ERR_TIMED_OUT.  @p alive is called from
+ * any thread that waits, the proxy's included, and must not wait itself.  Set it before waits
+ * start.
+ */
+void gpuic_context_set_alive(gpuic_context_t *ctx, gpuic_context_alive_fn_t alive, void *arg);
+
 /**
  * True when the context's UCX can register and move device (CUDA) memory: its loaded
  * transports include one for CUDA memory (cuda_copy, cuda_ipc, gdr_copy or a network transport
@@ -129,7 +143,8 @@ typedef struct gpuic_wait {
  * no core while an answer that comes soon is seen at once.  It does not log: the caller knows
  * which wait and which peer it was.
  * @return GPUIC_OK to wait on, or GPUIC_ERR_TIMED_OUT once the wait has seen no progress for
- *         the context's timeout.
+ *         the context's timeout and the context's liveness check (gpuic_context_set_alive())
+ *         does not vouch for every peer.
  */
 gpuic_status_t gpuic_context_wait_round(gpuic_context_t *ctx, gpuic_wait_t *wait,
                                         unsigned progressed);

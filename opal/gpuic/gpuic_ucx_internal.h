@@ -20,6 +20,8 @@ struct gpuic_context {
     ucp_address_t *address;
     size_t        address_len;
     uint64_t      timeout_ns;  /* bound of peer-dependent waits; 0: none */
+    gpuic_context_alive_fn_t alive; /* gpuic_context_set_alive(), or NULL */
+    void          *alive_arg;
     /* the serving worker (gpuic_context_params_t.serve), or NULL */
     ucp_worker_h  serve_worker;
     ucp_address_t *serve_address;

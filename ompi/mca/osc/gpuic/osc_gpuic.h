@@ -197,6 +197,16 @@ typedef struct ompi_osc_gpuic_attached {
 
 typedef struct ompi_osc_gpuic_agent ompi_osc_gpuic_agent_t;
 
+/** What a process publishes at window creation so that peers on the same kernel can see
+ *  whether it still runs (osc_gpuic_liveness.c); a field is 0 where unknown. */
+typedef struct ompi_osc_gpuic_liveness_id {
+    uint32_t pid;
+    uint32_t pad;
+    uint64_t start; /**< start time in clock ticks since boot (/proc/PID/stat) */
+    uint64_t pidns; /**< the pid namespace's device and inode */
+    uint64_t boot;  /**< the kernel's boot id, first 8 bytes */
+} ompi_osc_gpuic_liveness_id_t;
+
 /** A window served by gpuic. */
 typedef struct ompi_osc_gpuic_module {
     ompi_osc_base_module_t super;   /**< Open MPI's function table: must be first */
@@ -305,6 +315,11 @@ typedef struct ompi_osc_gpuic_module {
     uint64_t                   dyn_serial;     /**< last attachment number given */
 
     struct ompi_osc_gpuic_module *next, *prev; /**< the component's list of live windows */
+
+    /* peers whose liveness this process registered (osc_gpuic_liveness.c) */
+    ompi_osc_gpuic_liveness_id_t *live;   /**< peers /proc shows here */
+    size_t                     nlive;
+    unsigned long              live_unknown; /**< peers it cannot look at */
 
     /** Stream-triggered calls: sync blocks and their mappings (osc_gpuic_stream.c); NULL when
      *  no process of the window has device memory. */
@@ -549,6 +564,25 @@ int ompi_osc_gpuic_rget(void *origin_addr, int origin_count, struct ompi_datatyp
                         int target, ptrdiff_t target_disp, int target_count,
                         struct ompi_datatype_t *target_dt, struct ompi_win_t *win,
                         struct ompi_request_t **request);
+/** Fills @p id with this process's liveness identity (zeros where /proc says nothing). */
+void ompi_osc_gpuic_liveness_self(ompi_osc_gpuic_liveness_id_t *id);
+/**
+ * Registers peer @p peer of @p module: a process on this kernel and pid namespace is looked at
+ * by ompi_osc_gpuic_liveness_all_alive() until ompi_osc_gpuic_liveness_release(); any other
+ * counts as unknown meanwhile.  MPI_ERR_NO_MEM on allocation failure.
+ */
+int ompi_osc_gpuic_liveness_add(ompi_osc_gpuic_module_t *module,
+                                const ompi_osc_gpuic_liveness_id_t *peer);
+/** Unregisters what ompi_osc_gpuic_liveness_add() registered for @p module; idempotent. */
+void ompi_osc_gpuic_liveness_release(ompi_osc_gpuic_module_t *module);
+/**
+ * The contexts' liveness check (gpuic_context_set_alive()): true when every peer of every
+ * window can be looked at and still runs, so that a silent wait is a peer that has not got
+ * there yet; false when a window has a peer elsewhere, when one has exited, or when there is
+ * no window.  Logs once, at info level, the first time it lets a wait go on.  @p arg unused.
+ */
+bool ompi_osc_gpuic_liveness_all_alive(void *arg);
+
 /**
  * What this process publishes at window creation for same-node cross-memory copies: its
  * process id and the address and value of a word only it holds, so that a peer can check that

@@ -429,6 +429,7 @@ int ompi_osc_gpuic_context_get(gpuic_context_t **ctx_p)
         status = gpuic_context_create(&params, &c->ctx);
         if (status == GPUIC_OK) {
             gpuic_context_set_timeout(c->ctx, c->timeout);
+            gpuic_context_set_alive(c->ctx, ompi_osc_gpuic_liveness_all_alive, NULL);
             if (params.serve) {
                 /* peers' atomics on this process's GPU windows (osc_gpuic_gpu_exec.c) */
                 gpuic_context_set_call_handler(c->ctx, ompi_osc_gpuic_gpu_exec_handler, NULL);

@@ -77,6 +77,7 @@ static int ompi_osc_gpuic_proxy_get(gpuic_proxy_t **proxy_p)
         status = gpuic_context_create(&cparams, &c->proxy_ctx);
         if (status == GPUIC_OK) {
             gpuic_context_set_timeout(c->proxy_ctx, c->timeout);
+            gpuic_context_set_alive(c->proxy_ctx, ompi_osc_gpuic_liveness_all_alive, NULL);
             pparams.ctx = c->proxy_ctx;
             /* peers' device queues reach this process through the serving worker */
             gpuic_context_serve_address(c->ctx, &serve, &serve_len);

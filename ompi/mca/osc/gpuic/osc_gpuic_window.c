@@ -35,6 +35,7 @@ typedef struct ompi_osc_gpuic_wininfo {
     gpuic_cuda_ipc_t ipc;    /* ...exported for same-node peers */
     uint64_t cma_token_addr; /* a word only this process holds, and its value */
     uint64_t cma_token;
+    ompi_osc_gpuic_liveness_id_t live; /* for peers' waits: whether this process still runs */
 } ompi_osc_gpuic_wininfo_t;
 
 static int ompi_osc_gpuic_target_path(void *m, int rank, int *path)
@@ -118,6 +119,7 @@ void ompi_osc_gpuic_module_destroy(ompi_osc_gpuic_module_t *module)
         }
         free(module->peers);
     }
+    ompi_osc_gpuic_liveness_release(module);
     free(module->start_ranks);
     free(module->start_member);
     free(module->post_ranks);
@@ -304,6 +306,7 @@ static int ompi_osc_gpuic_blob_build(ompi_osc_gpuic_module_t *module, gpuic_cont
     info.state_chunk = module->state_chunk;
     info.disp_unit = module->disp_unit;
     ompi_osc_gpuic_cma_publish(&info.pid, &info.cma_token_addr, &info.cma_token);
+    ompi_osc_gpuic_liveness_self(&info.live);
     info.address_len = (uint32_t)address_len;
     info.serve_address_len = (uint32_t)serve_len;
     info.rkey_len = (uint32_t)rkey_len;
@@ -360,6 +363,9 @@ static int ompi_osc_gpuic_peer_setup(ompi_osc_gpuic_module_t *module, int rank, 
     reach_len = info.serve_address_len > 0 ? info.serve_address_len : info.address_len;
     rc = ompi_osc_gpuic_endpoint_get(ompi_comm_peer_lookup(module->comm, rank), reach,
                                      reach_len, &peer->ep);
+    if (rc == OMPI_SUCCESS && rank != ompi_comm_rank(module->comm)) {
+        rc = ompi_osc_gpuic_liveness_add(module, &info.live);
+    }
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
