@@ -24,7 +24,7 @@
  * OMPI_MCA_osc_gpuic_device_proxy=1 a GPU window's data goes through the proxy too.
  * --bw-blocks N (default 132) sets put_bw's grid; --bw-spread prints, for each bandwidth row,
  * the fastest, median and slowest launch and, on the proxy path, the proxy thread's entries,
- * rounds, idle pauses and busy share over the row (where a slow row loses its time).
+ * rounds, idle pauses, busy share and merged puts over the row (where a slow row loses its time).
  * --bw-idle-blocks N adds put_bw_1block_idleN: the one block's put while N more blocks of the
  * same launch only wait for it (whether a grid that waits slows the transfer itself); with
  * --bw-idle-flush the waiting blocks each call MPIX_Win_flush_device once the put is posted
@@ -149,8 +149,8 @@ static void row(const char *component, const char *measure, size_t size, double 
 static const char *const proxy_pv_names[] = {
     "osc_gpuic_proxy_descriptors", "osc_gpuic_proxy_rounds", "osc_gpuic_proxy_sleeps",
     "osc_gpuic_proxy_queue_full_waits", "osc_gpuic_proxy_validation_failures",
-    "osc_gpuic_proxy_busy_ns"};
-#define PROXY_PV_COUNT 6
+    "osc_gpuic_proxy_busy_ns", "osc_gpuic_proxy_merged_puts"};
+#define PROXY_PV_COUNT 7
 static MPI_T_pvar_session proxy_pv_session = MPI_T_PVAR_SESSION_NULL;
 static MPI_T_pvar_handle proxy_pv_handles[PROXY_PV_COUNT];
 static bool proxy_pv_found[PROXY_PV_COUNT];
@@ -566,11 +566,13 @@ static double bw_measure(MPIX_Win_device h, int peer, char *d_src, size_t bytes,
             }
             qsort(lap, reps, sizeof(lap[0]), cmp_float);
             printf("# %s %zu B, %d blocks%s: launches %.3f / %.3f / %.3f ms (fastest / median / "
-                   "slowest of %d); proxy: %llu entries, %llu rounds, %llu pauses, busy %.0f%%\n",
+                   "slowest of %d); proxy: %llu entries, %llu rounds, %llu pauses, busy %.0f%%, "
+                   "%llu merged\n",
                    get ? "get_bw" : "put_bw", bytes, blocks + idle, idle > 0 ? " (1 putting)" : "",
                    lap[0], lap[reps / 2],
                    lap[reps - 1], reps, pv1[0] - pv0[0], pv1[1] - pv0[1], pv1[2] - pv0[2],
-                   ms > 0 ? 100.0 * (double)(pv1[5] - pv0[5]) / (ms * 1e6) : 0.0);
+                   ms > 0 ? 100.0 * (double)(pv1[5] - pv0[5]) / (ms * 1e6) : 0.0,
+                   pv1[6] - pv0[6]);
         }
     } else {
         fprintf(stderr, "device_bench: %s at %zu bytes from %d blocks: %s\n",

@@ -94,7 +94,8 @@ static const struct {
  */
 enum { OMPI_OSC_GPUIC_PVAR_PROXY_WQES, OMPI_OSC_GPUIC_PVAR_PROXY_ERRORS,
        OMPI_OSC_GPUIC_PVAR_PROXY_ROUNDS, OMPI_OSC_GPUIC_PVAR_PROXY_SLEEPS,
-       OMPI_OSC_GPUIC_PVAR_PROXY_FULL_WAITS, OMPI_OSC_GPUIC_PVAR_PROXY_BUSY_NS };
+       OMPI_OSC_GPUIC_PVAR_PROXY_FULL_WAITS, OMPI_OSC_GPUIC_PVAR_PROXY_BUSY_NS,
+       OMPI_OSC_GPUIC_PVAR_PROXY_MERGED };
 
 static const struct {
     const char *name;
@@ -120,6 +121,9 @@ static const struct {
     {"proxy_busy_ns", OMPI_OSC_GPUIC_PVAR_PROXY_BUSY_NS,
      "Nanoseconds the proxy thread spent in rounds that found work (draining and executing "
      "entries), its idle polling left out: against the elapsed time, how busy it was"},
+    {"proxy_merged_puts", OMPI_OSC_GPUIC_PVAR_PROXY_MERGED,
+     "Puts through UCX the proxy thread sent as part of another's message (local and remote "
+     "bytes adjacent, the same round): entries minus these is about the UCX puts it made"},
 };
 
 static int ompi_osc_gpuic_proxy_pvar_get(const struct mca_base_pvar_t *pvar, void *value,
@@ -140,6 +144,7 @@ static int ompi_osc_gpuic_proxy_pvar_get(const struct mca_base_pvar_t *pvar, voi
     case OMPI_OSC_GPUIC_PVAR_PROXY_ROUNDS:     *out = st.rounds; break;
     case OMPI_OSC_GPUIC_PVAR_PROXY_FULL_WAITS: *out = ompi_osc_gpuic_devqueue_full_waits(); break;
     case OMPI_OSC_GPUIC_PVAR_PROXY_BUSY_NS:    *out = st.busy_ns; break;
+    case OMPI_OSC_GPUIC_PVAR_PROXY_MERGED:     *out = st.merged; break;
     default:                                   *out = st.sleeps; break;
     }
     return OPAL_SUCCESS;
