@@ -29,6 +29,7 @@ enum {
     PV_PROXY_SLEEPS,
     PV_PROXY_FULL_WAITS,
     PV_PROXY_BUSY_NS,
+    PV_PROXY_MERGED,
     PV_COUNT
 };
 
@@ -39,6 +40,7 @@ static const char *pv_names[PV_COUNT] = {
     "osc_gpuic_device_errors",      "osc_gpuic_proxy_descriptors",
     "osc_gpuic_proxy_validation_failures", "osc_gpuic_proxy_rounds", "osc_gpuic_proxy_sleeps",
     "osc_gpuic_proxy_queue_full_waits", "osc_gpuic_proxy_busy_ns",
+    "osc_gpuic_proxy_merged_puts",
 };
 
 static MPI_T_pvar_session session;
@@ -245,6 +247,7 @@ int main(int argc, char **argv)
     CHECK(after[PV_PROXY_DESCRIPTORS] == 0 && after[PV_PROXY_FAILURES] == 0);
     CHECK(after[PV_PROXY_ROUNDS] == 0 && after[PV_PROXY_SLEEPS] == 0);
     CHECK(after[PV_PROXY_FULL_WAITS] == 0 && after[PV_PROXY_BUSY_NS] == 0);
+    CHECK(after[PV_PROXY_MERGED] == 0);
 
     for (k = 0; k < PV_COUNT; ++k) {
         CHECK(MPI_T_pvar_handle_free(session, &handles[k]) == MPI_SUCCESS);
