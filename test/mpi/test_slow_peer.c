@@ -3,7 +3,8 @@
  * slow, not dead: MPI lets a process compute as long as it likes before a fence, a post, a
  * complete or an unlock, and the calls that wait for it must return MPI_SUCCESS.  The harness
  * runs this with osc_gpuic_timeout below SLOW_S; every process runs on this machine, so gpuic
- * can see that the silent peer still runs.  On an allocate and a create window:
+ * can see that the silent peer still runs.  On a window of every flavor (allocate, create,
+ * dynamic, shared):
  *   fence     rank 0 computes, then puts and reaches the fence the others wait in;
  *   lock      rank 0 holds an exclusive lock on rank 1 while it computes; the others wait for
  *             that lock, then read what rank 0 wrote last and add one each;
@@ -30,6 +31,14 @@
 #define BUSY_AT 56   /* origin r's busy-target put, on rank 0, at BUSY_AT + r (r < 8) */
 
 static int rank, nranks;
+/* dynamic windows: each rank's attached memory, as addresses (NULL: other flavors) */
+static MPI_Aint *bases;
+
+/* The displacement of int @p idx in @p target's window memory. */
+static MPI_Aint at(int target, int idx)
+{
+    return bases != NULL ? bases[target] + (MPI_Aint)(idx * sizeof(int)) : idx;
+}
 
 #define OK(call) CHECK((call) == MPI_SUCCESS)
 
@@ -54,7 +63,7 @@ static void fence_late(MPI_Win win, int *mem)
     if (rank == 0) {
         compute_slowly();
     }
-    OK(MPI_Put(&v, 1, MPI_INT, (rank + 1) % nranks, FENCE_AT + rank, 1, MPI_INT, win));
+    OK(MPI_Put(&v, 1, MPI_INT, (rank + 1) % nranks, at((rank + 1) % nranks, FENCE_AT + rank), 1, MPI_INT, win));
     OK(MPI_Win_fence(0, win));
     {
         int from = (rank + nranks - 1) % nranks;
@@ -69,18 +78,18 @@ static void lock_held_late(MPI_Win win, int *mem)
 
     if (rank == 0) {
         OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win));
-        OK(MPI_Put(&first, 1, MPI_INT, 1, LOCK_AT, 1, MPI_INT, win));
+        OK(MPI_Put(&first, 1, MPI_INT, 1, at(1, LOCK_AT), 1, MPI_INT, win));
         OK(MPI_Win_flush(1, win)); /* the lock is held from here at the latest */
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
         compute_slowly();
-        OK(MPI_Put(&last, 1, MPI_INT, 1, LOCK_AT, 1, MPI_INT, win));
+        OK(MPI_Put(&last, 1, MPI_INT, 1, at(1, LOCK_AT), 1, MPI_INT, win));
         OK(MPI_Win_unlock(1, win));
     } else {
         OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, win));
-        OK(MPI_Get(&seen, 1, MPI_INT, 1, LOCK_AT, 1, MPI_INT, win));
-        OK(MPI_Accumulate(&one, 1, MPI_INT, 1, COUNT_AT, 1, MPI_INT, MPI_SUM, win));
+        OK(MPI_Get(&seen, 1, MPI_INT, 1, at(1, LOCK_AT), 1, MPI_INT, win));
+        OK(MPI_Accumulate(&one, 1, MPI_INT, 1, at(1, COUNT_AT), 1, MPI_INT, MPI_SUM, win));
         OK(MPI_Win_unlock(1, win));
         CHECK(seen == last);
     }
@@ -115,7 +124,7 @@ static void pscw_late(MPI_Win win, int *mem, int late_post)
     } else {
         OK(MPI_Win_start(target, 0, win));
         if (rank < 8) {
-            OK(MPI_Put(&v, 1, MPI_INT, 0, PSCW_AT + rank, 1, MPI_INT, win));
+            OK(MPI_Put(&v, 1, MPI_INT, 0, at(0, PSCW_AT + rank), 1, MPI_INT, win));
         }
         if (!late_post && rank == 1) {
             compute_slowly();
@@ -138,7 +147,7 @@ static void busy_target(MPI_Win win, int *mem)
     } else if (rank < 8) {
         usleep(100000);
         OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
-        OK(MPI_Put(&v, 1, MPI_INT, 0, BUSY_AT + rank, 1, MPI_INT, win));
+        OK(MPI_Put(&v, 1, MPI_INT, 0, at(0, BUSY_AT + rank), 1, MPI_INT, win));
         OK(MPI_Win_flush(0, win));
         OK(MPI_Win_unlock(0, win));
     }
@@ -195,6 +204,25 @@ int main(int argc, char **argv)
     MPI_Win_create(mem, INTS * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
     run(win, mem, "create window");
     MPI_Win_free(&win);
+
+    memset(mem, 0, INTS * sizeof(int));
+    bases = malloc(nranks * sizeof(*bases));
+    MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Win_attach(win, mem, INTS * sizeof(int));
+    MPI_Get_address(mem, &bases[rank]);
+    MPI_Allgather(MPI_IN_PLACE, 1, MPI_AINT, bases, 1, MPI_AINT, MPI_COMM_WORLD);
+    run(win, mem, "dynamic window");
+    MPI_Win_detach(win, mem);
+    MPI_Win_free(&win);
+    free(bases);
+    bases = NULL;
     free(mem);
+
+    MPI_Win_allocate_shared(INTS * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem,
+                            &win);
+    memset(mem, 0, INTS * sizeof(int));
+    MPI_Barrier(MPI_COMM_WORLD);
+    run(win, mem, "shared window");
+    MPI_Win_free(&win);
     return mpi_test_finish("slow_peer");
 }
