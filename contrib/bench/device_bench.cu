@@ -7,7 +7,7 @@
  *                                             [--bw-chunk N] [--bw-only] [--rate-only] [--rate-words N]
  *                                             [--quick] [--bw-blocks N] [--bw-spread]
  *                                             [--bw-idle-blocks N] [--bw-idle-flush]
- *                                             [--bw-one-flush]
+ *                                             [--bw-one-flush] [--bw-min-bytes N]
  *
  * --quick runs the rank-0 latency rows (put + flush, get, fetch-add, their resolved forms), the
  * message-rate rows and the get's dissection (dissect_get_*) alone, for side-by-side runs of
@@ -22,6 +22,7 @@
  * (work-queue entries executed by the proxy thread); rows are then labelled "proxy" (or
  * --label), and the floors that need a device mapping of the peer are left out.  With
  * OMPI_MCA_osc_gpuic_device_proxy=1 a GPU window's data goes through the proxy too.
+ * --bw-min-bytes N leaves out the put_bw and get_bw sizes below N (a run about large transfers).
  * --bw-blocks N (default 132) sets put_bw's grid; --bw-spread prints, for each bandwidth row,
  * the fastest, median and slowest launch and, on the proxy path, the proxy thread's entries,
  * rounds, idle pauses, busy share and merged puts over the row (where a slow row loses its time).
@@ -115,6 +116,7 @@ static int rate_words = 1 << 20; /* --rate-words N: the message-rate puts go to 
 static size_t bw_chunk = 256u << 10;
 static int bw_blocks = 132;  /* --bw-blocks N: put_bw's grid */
 static bool bw_spread;       /* --bw-spread: launch times and proxy counters of each bw row */
+static size_t bw_min_bytes = 8; /* --bw-min-bytes N: put_bw/get_bw rows from this size on */
 static int bw_idle_blocks;   /* --bw-idle-blocks N: the one block's put beside N waiting blocks */
 static unsigned *idle_done;  /* k_bw_idle's word (device memory) */
 static bool bw_idle_flush;   /* --bw-idle-flush: k_bw_idle's waiting blocks flush instead */
@@ -843,6 +845,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--memcpy-peer")) memcpy_peer = true;
         else if (!strcmp(argv[i], "--bw-chunk") && i + 1 < argc) bw_chunk = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--bw-blocks") && i + 1 < argc) bw_blocks = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--bw-min-bytes") && i + 1 < argc)
+            bw_min_bytes = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--bw-spread")) bw_spread = true;
         else if (!strcmp(argv[i], "--bw-idle-blocks") && i + 1 < argc) bw_idle_blocks = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bw-idle-flush")) bw_idle_flush = true;
@@ -1057,6 +1061,9 @@ int main(int argc, char **argv)
         for (int get = 0; get < kinds; ++get) {
             for (size_t bytes = 8; bytes <= max_bytes;
                  bytes = bw_next_size(bytes, max_bytes)) {
+                if (bytes < bw_min_bytes) {
+                    continue;
+                }
                 double gbs = bw_measure(h, peer, d_src, bytes, bw_off, bw_blocks, bw_chunk, get,
                                         bytes < (1 << 20) ? 200 : 20);
                 if (gbs < 0) {
