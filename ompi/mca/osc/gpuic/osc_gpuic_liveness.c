@@ -37,9 +37,9 @@ static size_t ompi_osc_gpuic_live_n, ompi_osc_gpuic_live_cap;
 static unsigned long ompi_osc_gpuic_live_unknown; /* unknown peers, over all windows */
 static bool ompi_osc_gpuic_live_logged;
 
-/* What /proc says of process @p pid: 1 running with start time @p start, 0 gone (no such
- * process, a zombie, or another process under a reused id), -1 cannot tell. */
-static int ompi_osc_gpuic_proc_state(uint32_t pid, uint64_t *start, bool want_start)
+/* What /proc says of process @p pid: 1 running (its start time in *start), 0 gone (no such
+ * process, or a zombie), -1 cannot tell. */
+static int ompi_osc_gpuic_proc_start(uint32_t pid, uint64_t *start)
 {
     char path[64], buf[1024], *p, state;
     unsigned long long starttime = 0;
@@ -74,11 +74,8 @@ static int ompi_osc_gpuic_proc_state(uint32_t pid, uint64_t *start, bool want_st
     if (p == NULL || sscanf(p, "%llu", &starttime) != 1) {
         return -1;
     }
-    if (want_start) {
-        *start = starttime;
-        return 1;
-    }
-    return starttime == *start ? 1 : 0;
+    *start = starttime;
+    return 1;
 }
 
 /* The first 8 bytes of the kernel's boot id (a UUID: hex digits and dashes), 0 if unreadable. */
@@ -106,14 +103,19 @@ static uint64_t ompi_osc_gpuic_boot_id(void)
     return id;
 }
 
-void ompi_osc_gpuic_liveness_self(ompi_osc_gpuic_liveness_id_t *id)
+/* This process's identity: read from /proc once, since none of it changes. */
+static ompi_osc_gpuic_liveness_id_t ompi_osc_gpuic_live_me;
+static pthread_once_t ompi_osc_gpuic_live_me_once = PTHREAD_ONCE_INIT;
+
+static void ompi_osc_gpuic_liveness_me_init(void)
 {
+    ompi_osc_gpuic_liveness_id_t *id = &ompi_osc_gpuic_live_me;
     struct stat st;
 
-    memset(id, 0, sizeof(*id));
     id->pid = (uint32_t)getpid();
-    if (ompi_osc_gpuic_proc_state(id->pid, &id->start, true) != 1) {
-        return; /* no /proc: nobody can look at this process */
+    if (ompi_osc_gpuic_proc_start(id->pid, &id->start) != 1) {
+        id->start = 0; /* no /proc: nobody can look at this process */
+        return;
     }
     if (stat("/proc/self/ns/pid", &st) == 0) {
         id->pidns = ((uint64_t)st.st_dev << 32) ^ (uint64_t)st.st_ino;
@@ -121,23 +123,35 @@ void ompi_osc_gpuic_liveness_self(ompi_osc_gpuic_liveness_id_t *id)
     id->boot = ompi_osc_gpuic_boot_id();
 }
 
-static ompi_osc_gpuic_liveness_id_t ompi_osc_gpuic_live_me;
-static pthread_once_t ompi_osc_gpuic_live_me_once = PTHREAD_ONCE_INIT;
-
-static void ompi_osc_gpuic_liveness_me_init(void)
+void ompi_osc_gpuic_liveness_self(ompi_osc_gpuic_liveness_id_t *id)
 {
-    ompi_osc_gpuic_liveness_self(&ompi_osc_gpuic_live_me);
+    pthread_once(&ompi_osc_gpuic_live_me_once, ompi_osc_gpuic_liveness_me_init);
+    *id = ompi_osc_gpuic_live_me;
 }
 
 /* Whether a process published as @p peer can be looked at from here: same kernel, same pid
  * namespace (its id means the same process here), all known. */
 static bool ompi_osc_gpuic_liveness_visible(const ompi_osc_gpuic_liveness_id_t *peer)
 {
-    const ompi_osc_gpuic_liveness_id_t *me = &ompi_osc_gpuic_live_me;
+    ompi_osc_gpuic_liveness_id_t me;
 
-    pthread_once(&ompi_osc_gpuic_live_me_once, ompi_osc_gpuic_liveness_me_init);
+    ompi_osc_gpuic_liveness_self(&me);
     return peer->pid != 0 && peer->start != 0 && peer->boot != 0 && peer->pidns != 0 &&
-           peer->boot == me->boot && peer->pidns == me->pidns;
+           peer->boot == me.boot && peer->pidns == me.pidns;
+}
+
+/* The registry's entry of @p peer, or ompi_osc_gpuic_live_n when it has none (under the lock). */
+static size_t ompi_osc_gpuic_live_find(const ompi_osc_gpuic_liveness_id_t *peer)
+{
+    size_t i;
+
+    for (i = 0; i < ompi_osc_gpuic_live_n; ++i) {
+        if (ompi_osc_gpuic_live_procs[i].pid == peer->pid &&
+            ompi_osc_gpuic_live_procs[i].start == peer->start) {
+            break;
+        }
+    }
+    return i;
 }
 
 int ompi_osc_gpuic_liveness_add(ompi_osc_gpuic_module_t *module,
@@ -159,12 +173,7 @@ int ompi_osc_gpuic_liveness_add(ompi_osc_gpuic_module_t *module,
     }
     module->live = ids;
     pthread_mutex_lock(&ompi_osc_gpuic_live_lock);
-    for (i = 0; i < ompi_osc_gpuic_live_n; ++i) {
-        if (ompi_osc_gpuic_live_procs[i].pid == peer->pid &&
-            ompi_osc_gpuic_live_procs[i].start == peer->start) {
-            break;
-        }
-    }
+    i = ompi_osc_gpuic_live_find(peer);
     if (i == ompi_osc_gpuic_live_n) {
         if (i == ompi_osc_gpuic_live_cap) {
             size_t cap = i == 0 ? 16 : 2 * i;
@@ -194,15 +203,10 @@ void ompi_osc_gpuic_liveness_release(ompi_osc_gpuic_module_t *module)
     pthread_mutex_lock(&ompi_osc_gpuic_live_lock);
     ompi_osc_gpuic_live_unknown -= module->live_unknown;
     for (size_t k = 0; k < module->nlive; ++k) {
-        for (size_t i = 0; i < ompi_osc_gpuic_live_n; ++i) {
-            ompi_osc_gpuic_live_proc_t *p = &ompi_osc_gpuic_live_procs[i];
+        size_t i = ompi_osc_gpuic_live_find(&module->live[k]);
 
-            if (p->pid == module->live[k].pid && p->start == module->live[k].start) {
-                if (--p->refs == 0) {
-                    *p = ompi_osc_gpuic_live_procs[--ompi_osc_gpuic_live_n];
-                }
-                break;
-            }
+        if (i < ompi_osc_gpuic_live_n && --ompi_osc_gpuic_live_procs[i].refs == 0) {
+            ompi_osc_gpuic_live_procs[i] = ompi_osc_gpuic_live_procs[--ompi_osc_gpuic_live_n];
         }
     }
     if (ompi_osc_gpuic_live_n == 0) {
@@ -228,9 +232,11 @@ bool ompi_osc_gpuic_liveness_all_alive(void *arg)
         alive = false; /* a peer that cannot be looked at, or none at all: silence decides */
     }
     for (size_t i = 0; alive && i < ompi_osc_gpuic_live_n; ++i) {
-        uint64_t start = ompi_osc_gpuic_live_procs[i].start;
+        uint64_t start = 0;
 
-        if (ompi_osc_gpuic_proc_state(ompi_osc_gpuic_live_procs[i].pid, &start, false) != 1) {
+        /* another start time: the id was reused, the registered process is gone */
+        if (ompi_osc_gpuic_proc_start(ompi_osc_gpuic_live_procs[i].pid, &start) != 1 ||
+            start != ompi_osc_gpuic_live_procs[i].start) {
             alive = false;
             gone = ompi_osc_gpuic_live_procs[i].pid;
         }
@@ -243,7 +249,7 @@ bool ompi_osc_gpuic_liveness_all_alive(void *arg)
         gpuic_log(GPUIC_LOG_INFO, "a wait has seen no progress for osc_gpuic_timeout, but every "
                   "process it can depend on runs on this node: waiting on");
     } else if (gone != 0) {
-        gpuic_log(GPUIC_LOG_DEBUG, "process %u, a peer of a window, has exited", gone);
+        gpuic_log(GPUIC_LOG_DEBUG, "process %u, a peer of a window, is not seen running", gone);
     }
     return alive;
 }
