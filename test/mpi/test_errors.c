@@ -2,7 +2,7 @@
  * Error classes under MPI_ERRORS_RETURN, and that a rejected call writes nothing and leaves the
  * window usable:
  *   MPI_ERR_RMA_SYNC   put/get outside an epoch, flush/unlock/unlock_all without a lock,
- *                      lock on a no_locks window, fence inside lock_all, rput under fence
+ *                      fence inside lock_all, rput under fence
  *   MPI_ERR_RMA_RANGE  an access past the end of the target window, or to memory not attached
  *                      to a dynamic window (before attach, past a region, after detach)
  *   MPI_ERR_DISP       a negative displacement (checked by Open MPI itself)
@@ -19,8 +19,7 @@
 int main(int argc, char **argv)
 {
     int rank, n, peer, *base, buf[WIN_INTS * 2], i, bad;
-    MPI_Win win, nolock_win;
-    MPI_Info info;
+    MPI_Win win;
     MPI_Request req;
 
     MPI_Init(&argc, &argv);
@@ -116,21 +115,6 @@ int main(int argc, char **argv)
         }
         CHECK(bad == 0 && base[WIN_INTS - 1] == 1000);
     }
-
-    /* no_locks: lock is erroneous, lock_all too */
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "no_locks", "true");
-    MPI_Win_create(base, WIN_INTS * sizeof(int), sizeof(int), info, MPI_COMM_WORLD, &nolock_win);
-    MPI_Info_free(&info);
-    MPI_Win_set_errhandler(nolock_win, MPI_ERRORS_RETURN);
-    CHECK_CLASS(MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, nolock_win), MPI_ERR_RMA_SYNC);
-    CHECK_CLASS(MPI_Win_lock_all(0, nolock_win), MPI_ERR_RMA_SYNC);
-    /* fence epochs work as usual on it */
-    MPI_Win_fence(0, nolock_win);
-    CHECK(MPI_Put(buf, 1, MPI_INT, peer, 1, 1, MPI_INT, nolock_win) == MPI_SUCCESS);
-    MPI_Win_fence(MPI_MODE_NOSUCCEED, nolock_win);
-    CHECK(base[1] == 1000);
-    MPI_Win_free(&nolock_win);
 
     /* flavor-specific calls on the wrong flavor */
     CHECK_CLASS(MPI_Win_attach(win, buf, sizeof(buf)), MPI_ERR_RMA_FLAVOR);

@@ -4,7 +4,9 @@
  * out; accumulate_ordering=none and
  * accumulate_ops=same_op windows still give correct accumulates; the memory model is
  * MPI_WIN_UNIFIED; zero-size windows, windows on MPI_COMM_SELF and on a sub-communicator, and
- * many windows alive at once work.
+ * many windows alive at once work.  no_locks=true is a hint: lock, lock_all and the
+ * lock_all(MPI_MODE_NOCHECK) + MPI_Win_sync idiom of shared windows still work on such a window
+ * (other MPI libraries serve them, and codes rely on it).
  */
 #include <stdlib.h>
 
@@ -84,6 +86,62 @@ int main(int argc, char **argv)
     if (rank == 0) for (int i = 0; i < 64; ++i) CHECK(base[i] == n);
     MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
     MPI_Win_free(&win);
+
+    /* no_locks=true: locks are still served (create window, then a shared window read with
+     * loads after MPI_Win_sync, as codes open the epoch that sync needs) */
+    {
+        int wbuf[4] = {0, 0, 0, 0}, peer = (rank + 1) % n, left = (rank + n - 1) % n, val;
+        MPI_Win nl;
+        int *sh, *root, du;
+        MPI_Aint sz;
+        MPI_Comm node;
+
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "no_locks", "true");
+        MPI_Win_create(wbuf, sizeof(wbuf), sizeof(int), info, MPI_COMM_WORLD, &nl);
+        MPI_Win_get_info(nl, &got);
+        CHECK(info_has(got, "no_locks", "true"));
+        MPI_Info_free(&got);
+        val = 100 + rank;
+        CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, nl) == MPI_SUCCESS);
+        CHECK(MPI_Put(&val, 1, MPI_INT, peer, 0, 1, MPI_INT, nl) == MPI_SUCCESS);
+        CHECK(MPI_Win_unlock(peer, nl) == MPI_SUCCESS);
+        val = 1;
+        CHECK(MPI_Win_lock_all(0, nl) == MPI_SUCCESS);
+        CHECK(MPI_Accumulate(&val, 1, MPI_INT, peer, 1, 1, MPI_INT, MPI_SUM, nl) ==
+              MPI_SUCCESS);
+        CHECK(MPI_Win_unlock_all(nl) == MPI_SUCCESS);
+        MPI_Barrier(MPI_COMM_WORLD);
+        CHECK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, nl) == MPI_SUCCESS);
+        CHECK(wbuf[0] == 100 + left && wbuf[1] == 1);
+        CHECK(MPI_Win_unlock(rank, nl) == MPI_SUCCESS);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Win_free(&nl);
+
+        /* only the node's first rank gives memory; everyone writes its word and reads all */
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        int nr, nn;
+        MPI_Comm_rank(node, &nr);
+        MPI_Comm_size(node, &nn);
+        MPI_Win_allocate_shared(nr == 0 ? (MPI_Aint)(nn * sizeof(int)) : 0, sizeof(int), info,
+                                node, &sh, &nl);
+        CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, nl) == MPI_SUCCESS);
+        MPI_Win_shared_query(nl, MPI_PROC_NULL, &sz, &du, &root);
+        CHECK(root != NULL && sz == (MPI_Aint)(nn * sizeof(int)) && du == sizeof(int));
+        if (root != NULL) {
+            root[nr] = 7 * nr + 1;
+        }
+        CHECK(MPI_Win_sync(nl) == MPI_SUCCESS);
+        MPI_Barrier(node);
+        CHECK(MPI_Win_sync(nl) == MPI_SUCCESS);
+        for (int i = 0; root != NULL && i < nn; ++i) {
+            CHECK(root[i] == 7 * i + 1);
+        }
+        CHECK(MPI_Win_unlock_all(nl) == MPI_SUCCESS);
+        MPI_Win_free(&nl);
+        MPI_Comm_free(&node);
+        MPI_Info_free(&info);
+    }
 
     /* zero-size window: synchronization works, any access is out of range */
     MPI_Win_allocate(0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);

@@ -219,7 +219,8 @@ typedef struct ompi_osc_gpuic_module {
     void                       *base;
     size_t                     size;
     int                        disp_unit;
-    bool                       no_locks;   /**< info no_locks=true: lock calls are erroneous */
+    bool                       no_locks;   /**< info no_locks=true (locks still served) */
+    bool                       no_locks_noted; /**< a lock call on it was logged */
     bool                       gpu;        /**< the window memory is device memory */
     bool                       gpu_owned;  /**< ...allocated by gpuic (MPI_Win_allocate) */
     void                       *dev_handle; /**< device copy of the MPIX_Gpuic_device_win */

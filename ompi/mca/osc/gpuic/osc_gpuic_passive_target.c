@@ -331,6 +331,21 @@ static int ompi_osc_gpuic_lock_release(ompi_osc_gpuic_module_t *module, int targ
     return rc;
 }
 
+/*
+ * no_locks=true lets an implementation assume that no lock or lock_all comes (MPI 3.1 section
+ * 11.2.1); gpuic keeps its lock words either way, so such a call is served as on any window.
+ * Codes do call MPI_Win_lock_all(MPI_MODE_NOCHECK) on no_locks shared windows, to open the
+ * epoch MPI_Win_sync needs, and other MPI libraries serve it.  Noted once per window.
+ */
+static void ompi_osc_gpuic_no_locks_note(ompi_osc_gpuic_module_t *module, const char *call)
+{
+    if (module->no_locks && !__atomic_exchange_n(&module->no_locks_noted, true,
+                                                 __ATOMIC_RELAXED)) {
+        gpuic_log(GPUIC_LOG_DEBUG, "%s on window %d, created with no_locks=true: served as usual",
+                  call, module->id);
+    }
+}
+
 static bool ompi_osc_gpuic_rank_valid(const ompi_osc_gpuic_module_t *module, int target)
 {
     return target >= 0 && target < ompi_comm_size(module->comm);
@@ -344,10 +359,7 @@ int ompi_osc_gpuic_lock(int lock_type, int target, int mpi_assert, struct ompi_w
     if (!ompi_osc_gpuic_rank_valid(module, target)) {
         return MPI_ERR_RANK;
     }
-    if (module->no_locks) {
-        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_lock on a window created with no_locks");
-        return MPI_ERR_RMA_SYNC;
-    }
+    ompi_osc_gpuic_no_locks_note(module, "MPI_Win_lock");
     opal_mutex_lock(&module->lock);
     if (!(module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK || ompi_osc_gpuic_epoch_may_open(module)) ||
         module->peers[target].lock_type != 0 || module->peers[target].lock_pending) {
@@ -413,11 +425,7 @@ int ompi_osc_gpuic_lock_all(int mpi_assert, struct ompi_win_t *win)
     ompi_osc_gpuic_module_t *module = ompi_osc_gpuic_module(win);
     int n = ompi_comm_size(module->comm), i, rc = OMPI_SUCCESS;
 
-    if (module->no_locks) {
-        /* no_locks promises that neither lock nor lock_all is used (MPI 3.1 section 11.2.1) */
-        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_lock_all on a window created with no_locks");
-        return MPI_ERR_RMA_SYNC;
-    }
+    ompi_osc_gpuic_no_locks_note(module, "MPI_Win_lock_all");
     opal_mutex_lock(&module->lock);
     if (!ompi_osc_gpuic_epoch_may_open(module) || module->locks_pending > 0) {
         opal_mutex_unlock(&module->lock);
