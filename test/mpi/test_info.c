@@ -6,7 +6,8 @@
  * MPI_WIN_UNIFIED; zero-size windows, windows on MPI_COMM_SELF and on a sub-communicator, and
  * many windows alive at once work.  no_locks=true is a hint: lock, lock_all and the
  * lock_all(MPI_MODE_NOCHECK) + MPI_Win_sync idiom of shared windows still work on such a window
- * (other MPI libraries serve them, and codes rely on it).
+ * (other MPI libraries serve them, and codes rely on it).  A window freed inside a
+ * passive-target epoch (lock_all, or a lock) ends the epoch as its unlock would: the puts land.
  */
 #include <stdlib.h>
 
@@ -141,6 +142,26 @@ int main(int argc, char **argv)
         MPI_Win_free(&nl);
         MPI_Comm_free(&node);
         MPI_Info_free(&info);
+    }
+
+    /* MPI_Win_free inside lock_all, then inside a lock: the epoch ends, the puts have landed */
+    for (int mode = 0; mode < 2; ++mode) {
+        int ubuf[2] = {-1, -1}, val = 1000 * (mode + 1) + rank, peer = (rank + 1) % n;
+        int left = (rank + n - 1) % n;
+        MPI_Win fw;
+
+        MPI_Win_create(ubuf, sizeof(ubuf), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &fw);
+        MPI_Win_set_errhandler(fw, MPI_ERRORS_RETURN);
+        if (mode == 0) {
+            CHECK(MPI_Win_lock_all(0, fw) == MPI_SUCCESS);
+        } else {
+            CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, fw) == MPI_SUCCESS);
+        }
+        CHECK(MPI_Put(&val, 1, MPI_INT, peer, mode, 1, MPI_INT, fw) == MPI_SUCCESS);
+        CHECK(MPI_Win_free(&fw) == MPI_SUCCESS);
+        CHECK(fw == MPI_WIN_NULL);
+        MPI_Barrier(MPI_COMM_WORLD);
+        CHECK(ubuf[mode] == 1000 * (mode + 1) + left && ubuf[1 - mode] == -1);
     }
 
     /* zero-size window: synchronization works, any access is out of range */

@@ -771,10 +771,28 @@ int ompi_osc_gpuic_free(struct ompi_win_t *win)
     struct ompi_communicator_t *comm = module->comm;
     int rc;
 
-    if (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK ||
-        module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL ||
-        module->epoch == OMPI_OSC_GPUIC_EPOCH_START || module->post_n >= 0) {
-        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_free with an epoch open");
+    /* A passive-target epoch left open is ended here as its unlock would end it (MPI 3.1
+     * section 11.2.5 calls the free erroneous; osc/rdma and osc/pt2pt end the epoch too, and
+     * codes that forget the unlock run on them). */
+    if (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK_ALL) {
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_free on window %d inside MPI_Win_lock_all: "
+                  "unlocking first", module->id);
+        rc = ompi_osc_gpuic_unlock_all(win);
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+    } else if (module->epoch == OMPI_OSC_GPUIC_EPOCH_LOCK) {
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_free on window %d with locks held: unlocking first",
+                  module->id);
+        for (int t = 0; t < ompi_comm_size(comm); ++t) {
+            if (module->peers[t].lock_type != 0 && (rc = ompi_osc_gpuic_unlock(t, win)) !=
+                                                       OMPI_SUCCESS) {
+                return rc;
+            }
+        }
+    }
+    if (module->epoch == OMPI_OSC_GPUIC_EPOCH_START || module->post_n >= 0) {
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_free with an active-target epoch open");
         return MPI_ERR_RMA_SYNC;
     }
     /* Our own operations are complete after the last synchronization; the barrier keeps our
