@@ -335,7 +335,7 @@ static int ompi_osc_gpuic_lock_release(ompi_osc_gpuic_module_t *module, int targ
  * no_locks=true lets an implementation assume that no lock or lock_all comes (MPI 3.1 section
  * 11.2.1); gpuic keeps its lock words either way, so such a call is served as on any window.
  * Codes do call MPI_Win_lock_all(MPI_MODE_NOCHECK) on no_locks shared windows, to open the
- * epoch MPI_Win_sync needs, and other MPI libraries serve it.  Noted once per window.
+ * epoch MPI_Win_sync needs, and osc/sm and osc/ucx serve it.  Noted once per window.
  */
 static void ompi_osc_gpuic_no_locks_note(ompi_osc_gpuic_module_t *module, const char *call)
 {
