@@ -116,6 +116,12 @@ int main(int argc, char **argv)
         CHECK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, nl) == MPI_SUCCESS);
         CHECK(wbuf[0] == 100 + left && wbuf[1] == 1);
         CHECK(MPI_Win_unlock(rank, nl) == MPI_SUCCESS);
+        /* fence epochs work as usual on it */
+        val = 2000 + rank;
+        MPI_Win_fence(0, nl);
+        CHECK(MPI_Put(&val, 1, MPI_INT, peer, 2, 1, MPI_INT, nl) == MPI_SUCCESS);
+        MPI_Win_fence(MPI_MODE_NOSUCCEED, nl);
+        CHECK(wbuf[2] == 2000 + left);
         MPI_Barrier(MPI_COMM_WORLD);
         MPI_Win_free(&nl);
 

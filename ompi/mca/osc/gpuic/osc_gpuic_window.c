@@ -771,6 +771,11 @@ int ompi_osc_gpuic_free(struct ompi_win_t *win)
     struct ompi_communicator_t *comm = module->comm;
     int rc;
 
+    /* rejected before anything changes: the window stays as it was */
+    if (module->epoch == OMPI_OSC_GPUIC_EPOCH_START || module->post_n >= 0) {
+        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_free with an active-target epoch open");
+        return MPI_ERR_RMA_SYNC;
+    }
     /* A passive-target epoch left open is ended here as its unlock would end it (MPI 3.1
      * section 11.2.5 calls the free erroneous; osc/rdma and osc/pt2pt end the epoch too, and
      * codes that forget the unlock run on them). */
@@ -790,10 +795,6 @@ int ompi_osc_gpuic_free(struct ompi_win_t *win)
                 return rc;
             }
         }
-    }
-    if (module->epoch == OMPI_OSC_GPUIC_EPOCH_START || module->post_n >= 0) {
-        gpuic_log(GPUIC_LOG_DEBUG, "MPI_Win_free with an active-target epoch open");
-        return MPI_ERR_RMA_SYNC;
     }
     /* Our own operations are complete after the last synchronization; the barrier keeps our
      * memory registered until every peer has stopped accessing it. */
